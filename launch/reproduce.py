@@ -1,0 +1,119 @@
+"""Reproduce a project's tables: run every row and seed, write results/<table>.md and .json.
+
+    python launch/reproduce.py projects/var_jepa --table main
+    python launch/reproduce.py projects/var_jepa            # every table of the project
+    python launch/reproduce.py --all                         # every table of every project
+    python launch/reproduce.py projects/var_jepa --table main --dry-run   # list the runs
+
+Each run lives in runs/tables/<project>/<hash of config, overrides, seed>/; a finished run is
+reused and an interrupted one resumes from its checkpoints, so rerunning continues the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import registry  # noqa: E402
+
+
+def run_one(project: str, exp, table, overrides: tuple[str, ...], seed: int) -> dict:
+    from shared import results
+    from shared.config import apply_overrides, dumps
+
+    cfg = apply_overrides(registry.get_config(exp, project, table.config),
+                          [*overrides, f"seed={seed}"])
+    digest = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:16]
+    workdir = registry.ROOT / "runs" / "tables" / project / digest
+    done = workdir / "results.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    results.write_run_info(workdir, dumps(cfg))
+    metrics = exp.run(cfg, workdir)
+    results.write_json(done, metrics)
+    return metrics
+
+
+def reproduce(project: str, table_name: str | None, dry_run: bool) -> None:
+    from shared import results
+    from shared.config import ConfigError, apply_overrides
+
+    exp = registry.load_module(project, "experiment")
+    tables = registry.load_module(project, "tables").TABLES
+    if table_name is not None and table_name not in tables:
+        raise SystemExit(f"error: project '{project}' has no table '{table_name}'; available: "
+                         f"{', '.join(tables)}")
+    for name in [table_name] if table_name else list(tables):
+        table = tables[name]
+        runs = table.runs()
+        print(f"{project}/{name}: {len(runs)} runs of config '{table.config}'", flush=True)
+        if dry_run:
+            for overrides, seed in runs:
+                try:  # validate every run's config even when not running it
+                    apply_overrides(exp.CONFIGS[table.config], [*overrides, f"seed={seed}"])
+                except ConfigError as e:
+                    raise SystemExit(f"error: table {name}: {e}") from e
+                print(f"  seed={seed} {' '.join(overrides)}")
+            continue
+        measured: dict[tuple[tuple[str, ...], int], dict] = {}
+        for i, (overrides, seed) in enumerate(runs):
+            t0 = time.time()
+            measured[(overrides, seed)] = run_one(project, exp, table, overrides, seed)
+            print(f"  [{i + 1}/{len(runs)}] seed={seed} {' '.join(overrides)} "
+                  f"({time.time() - t0:.0f} s)", flush=True)
+        write(project, table, measured, results)
+
+
+def write(project: str, table, measured: dict, results) -> None:
+    from shared.tables import overrides_for
+
+    rows = [r.label for r in table.rows]
+    paper = dict(table.paper)
+    texts, data = [f"# {table.title}", ""], {"title": table.title, "sections": []}
+    for sec in table.sections:
+        cells = {}
+        for r in table.rows:
+            for c in sec.columns:
+                key = f"{r.prefix}/{c.metric}"
+                vals = [measured[(overrides_for(r, c), s)].get(key) for s in table.seeds]
+                cells[(r.label, c.label)] = [v for v in vals if v is not None]
+        md, js = results.render_table(title=sec.title, rows=rows,
+                                      columns=[c.label for c in sec.columns], cells=cells,
+                                      paper=paper, digits=sec.digits)
+        texts += [md, ""]
+        data["sections"].append(js)
+    seeds = ", ".join(map(str, table.seeds))
+    foot = results.footer(f"config `{table.config}`, seeds {seeds}")
+    texts += [*table.notes, "", foot]
+    data["footer"] = foot
+    out = registry.ROOT / "projects" / project / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{table.name}.md").write_text("\n".join(texts).rstrip() + "\n")
+    results.write_json(out / f"{table.name}.json", data)
+    print(f"wrote {out / (table.name + '.md')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("project", nargs="?", help="projects/<name>")
+    parser.add_argument("--table", help="one table (default: all of the project's tables)")
+    parser.add_argument("--all", action="store_true", help="every table of every project")
+    parser.add_argument("--dry-run", action="store_true", help="list and validate the runs only")
+    args = parser.parse_args(argv)
+    if not args.all and not args.project:
+        parser.error("give a project or --all")
+    registry.enable_compile_cache()
+    projects = registry.all_projects() if args.all else [registry.resolve(args.project)]
+    for p in projects:
+        if (registry.ROOT / "projects" / p / "tables.py").exists():
+            reproduce(p, None if args.all else args.table, args.dry_run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Through the real entry point (`launch/run.py`) in subprocesses: smoke run, kill-and-resume,
+SIGTERM, NaN and bad-data handling."""
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+RUN = [sys.executable, str(ROOT / "launch" / "run.py"), "projects/var_jepa", "--config", "smoke"]
+# Long enough to be killed mid-way, short enough to finish quickly.
+LONG = ["--set", "pretrain.steps=60", "--set", "pretrain.checkpoint_every=10",
+        "--set", "methods=('tjepa', 'var_tjepa')"]
+
+
+def launch(*args, workdir, **kw):
+    return subprocess.Popen([*RUN, *args, "--workdir", str(workdir)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def finish(proc, timeout=600):
+    out, _ = proc.communicate(timeout=timeout)
+    return proc.returncode, out
+
+
+def wait_for(path: pathlib.Path, proc, timeout=300):
+    t0 = time.time()
+    while not path.exists():
+        if proc.poll() is not None:
+            pytest.fail(f"process ended before {path} appeared:\n{proc.stdout.read()}")
+        if time.time() - t0 > timeout:
+            proc.kill()
+            pytest.fail(f"{path} did not appear within {timeout}s")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def unbroken(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("unbroken")
+    code, out = finish(launch(*LONG, workdir=workdir))
+    assert code == 0, out
+    return json.loads((workdir / "results.json").read_text())
+
+
+def test_smoke_run_writes_the_run_directory(tmp_path):
+    code, out = finish(launch(workdir=tmp_path))
+    assert code == 0, out
+    metrics = json.loads((tmp_path / "results.json").read_text())
+    for key in ("raw_mlp/acc", "raw_gbdt/acc", "tjepa_linear/acc", "tjepa_mlp/f1",
+                "var_tjepa_mlp/acc", "var_tjepa/sigma_ratio", "tjepa/eff_rank"):
+        assert 0 <= metrics[key] < 100, key
+    assert "| tjepa_linear |" in out  # the printed results table
+    for f in ("config.json", "run.json", "metrics.jsonl", "sigma_per_feature.png"):
+        assert (tmp_path / f).exists(), f
+    run_info = json.loads((tmp_path / "run.json").read_text())
+    assert {"git_revision", "libraries", "devices"} <= set(run_info)
+
+
+def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path, unbroken):
+    proc = launch(*LONG, workdir=tmp_path)
+    wait_for(tmp_path / "checkpoints" / "var_tjepa" / "20" / "commit_success.txt", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "results.json").exists()
+    code, out = finish(launch(*LONG, workdir=tmp_path))
+    assert code == 0, out
+    resumed = json.loads((tmp_path / "results.json").read_text())
+    assert resumed.keys() == unbroken.keys()
+    for k in unbroken:
+        assert resumed[k] == pytest.approx(unbroken[k], rel=1e-6, abs=1e-7), k
+
+
+def test_sigterm_checkpoints_and_exits_zero(tmp_path):
+    proc = launch("--set", "pretrain.steps=100000", "--set", "methods=('tjepa',)",
+                  "--set", "pretrain.checkpoint_every=5", workdir=tmp_path)
+    wait_for(tmp_path / "checkpoints" / "tjepa" / "5" / "commit_success.txt", proc)
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc, timeout=120)
+    assert code == 0, out
+    assert "preempted" in out
+    steps = [int(p.name) for p in (tmp_path / "checkpoints" / "tjepa").iterdir() if p.name.isdigit()]
+    assert max(steps) > 5
+
+
+def test_nan_loss_stops_with_the_step(tmp_path):
+    code, out = finish(launch("--set", "pretrain.lr=inf", "--set", "methods=('tjepa',)",
+                              workdir=tmp_path))
+    assert code != 0
+    assert "NonFiniteLossError" in out and "at step" in out
+
+
+def test_missing_data_directory_fails_clearly(tmp_path):
+    code, out = finish(launch("--set", "data.name='csv:jannis'", "--set",
+                              f"data.data_dir='{tmp_path / 'nowhere'}'", workdir=tmp_path))
+    assert code != 0 and "no jannis.csv or jannis.parquet" in out
+
+
+def test_bad_config_and_project_fail_with_the_choices(tmp_path):
+    code, out = finish(launch("--set", "model.hidden=3", workdir=tmp_path))
+    assert code == 2 and "unknown config key 'model.hidden'" in out and "hidden_dim" in out
+    out = subprocess.run([sys.executable, str(ROOT / "launch" / "run.py"), "projects/nope"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode != 0 and "projects/var_jepa" in out.stderr
+    out = subprocess.run([*RUN[:3], "--config", "huge"], cwd=ROOT, capture_output=True, text=True)
+    assert "smoke, cpu, paper" in out.stderr
+
+

@@ -1,0 +1,1 @@
+"""The shared library of the monorepo: configs, training, data, models, metrics, results."""

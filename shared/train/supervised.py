@@ -1,0 +1,103 @@
+"""Supervised heads on fixed features: a linear model or an MLP trained with AdamW, minibatches,
+and early stopping on a validation split (the best validation epoch's parameters are kept).
+
+Used for linear probes and MLPs on frozen embeddings and for raw-feature MLP baselines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from shared.models.mlp import MLP
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadConfig:
+    hidden: tuple[int, ...] = ()  # () = linear model
+    lr: float = 1e-3
+    weight_decay: float = 2e-5
+    dropout: float = 0.0
+    batch_size: int = 256
+    max_epochs: int = 100
+    patience: int = 10  # epochs without validation improvement before stopping
+
+
+def fit_head(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
+             *, num_outputs: int, regression: bool, cfg: HeadConfig, seed: int,
+             ) -> Callable[[np.ndarray], np.ndarray]:
+    """Trains on (x_train, y_train) [N, F]; returns predict(x) -> logits [N, C] or values [N].
+
+    Classification minimizes softmax cross-entropy and selects by validation accuracy;
+    regression minimizes squared error on (standardized) targets and selects by validation MSE.
+    """
+    key_init, key_data, key_drop = jax.random.split(jax.random.key(seed), 3)
+    model = MLP(x_train.shape[1], cfg.hidden, num_outputs, rngs=nnx.Rngs(params=key_init),
+                dropout_rate=cfg.dropout)
+    graphdef, params = nnx.split(model)
+    tx = optax.adamw(cfg.lr, weight_decay=cfg.weight_decay)
+    opt = tx.init(params)
+    bs = min(cfg.batch_size, len(x_train))
+    n_batches = len(x_train) // bs
+    xt, yt = jnp.asarray(x_train, jnp.float32), jnp.asarray(y_train)
+
+    def forward(p, x, key=None):
+        out = nnx.merge(graphdef, p)(x, key=key)
+        return out[:, 0] if regression else out
+
+    def loss_fn(p, x, y, key):
+        out = forward(p, x, key)
+        if regression:
+            return jnp.mean(jnp.square(out - y))
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(out, y))
+
+    @jax.jit
+    def epoch(params, opt, epoch_i):
+        perm = jax.random.permutation(jax.random.fold_in(key_data, epoch_i), len(xt))
+        idx = perm[: n_batches * bs].reshape(n_batches, bs)
+
+        def body(carry, batch_idx):
+            p, o, i = carry
+            key = jax.random.fold_in(jax.random.fold_in(key_drop, epoch_i), i)
+            g = jax.grad(loss_fn)(p, xt[batch_idx], yt[batch_idx], key)
+            u, o = tx.update(g, o, p)
+            return (optax.apply_updates(p, u), o, i + 1), None
+
+        (params, opt, _), _ = jax.lax.scan(body, (params, opt, 0), idx)
+        return params, opt
+
+    predict_jit = jax.jit(forward)
+
+    def score(p) -> float:
+        out = np.asarray(predict_jit(p, jnp.asarray(x_val, jnp.float32)))
+        if regression:
+            return -float(np.mean((out - y_val) ** 2))
+        return float(np.mean(out.argmax(1) == y_val))
+
+    best, best_params, since = -np.inf, params, 0
+    for e in range(cfg.max_epochs):
+        params, opt = epoch(params, opt, e)
+        s = score(params)
+        if s > best:
+            best, best_params, since = s, params, 0
+        else:
+            since += 1
+            if since >= cfg.patience:
+                break
+
+    def predict(x: np.ndarray) -> np.ndarray:
+        return np.asarray(predict_jit(best_params, jnp.asarray(x, jnp.float32)))
+
+    return predict
+
+
+def one_hot_features(x_num: np.ndarray, x_cat: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray:
+    """Raw-feature design matrix: numerical columns, then one-hot categorical columns."""
+    parts = [x_num] + [np.eye(c, dtype=np.float32)[x_cat[:, j]] for j, c in enumerate(cardinalities)]
+    return np.concatenate(parts, axis=1).astype(np.float32)
