@@ -17,11 +17,13 @@ def all_projects() -> list[str]:
 
 
 def resolve(path_or_name: str) -> str:
-    """'projects/var_jepa', 'projects/var_jepa/' or 'var_jepa' -> 'var_jepa'; fails with the list."""
+    """'projects/var_jepa', 'projects/var_jepa/' or 'var_jepa' -> 'var_jepa', else fails."""
     name = pathlib.Path(path_or_name.rstrip("/")).name
     if name not in all_projects():
-        raise SystemExit(f"error: unknown project '{path_or_name}'; available: "
-                         f"{', '.join('projects/' + p for p in all_projects())}")
+        raise SystemExit(
+            f"error: unknown project '{path_or_name}'; available: "
+            f"{', '.join('projects/' + p for p in all_projects())}"
+        )
     return name
 
 
@@ -31,8 +33,10 @@ def load_module(project: str, module: str) -> ModuleType:
 
 def get_config(experiment: ModuleType, project: str, config_name: str):
     if config_name not in experiment.CONFIGS:
-        raise SystemExit(f"error: project '{project}' has no config '{config_name}'; available: "
-                         f"{', '.join(experiment.CONFIGS)}")
+        raise SystemExit(
+            f"error: project '{project}' has no config '{config_name}'; available: "
+            f"{', '.join(experiment.CONFIGS)}"
+        )
     return experiment.CONFIGS[config_name]
 
 

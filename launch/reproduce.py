@@ -26,8 +26,9 @@ def run_one(project: str, exp, table, overrides: tuple[str, ...], seed: int) -> 
     from shared import results
     from shared.config import apply_overrides, dumps
 
-    cfg = apply_overrides(registry.get_config(exp, project, table.config),
-                          [*overrides, f"seed={seed}"])
+    cfg = apply_overrides(
+        registry.get_config(exp, project, table.config), [*overrides, f"seed={seed}"]
+    )
     digest = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:16]
     workdir = registry.ROOT / "runs" / "tables" / project / digest
     done = workdir / "results.json"
@@ -46,8 +47,10 @@ def reproduce(project: str, table_name: str | None, dry_run: bool) -> None:
     exp = registry.load_module(project, "experiment")
     tables = registry.load_module(project, "tables").TABLES
     if table_name is not None and table_name not in tables:
-        raise SystemExit(f"error: project '{project}' has no table '{table_name}'; available: "
-                         f"{', '.join(tables)}")
+        raise SystemExit(
+            f"error: project '{project}' has no table '{table_name}'; available: "
+            f"{', '.join(tables)}"
+        )
     for name in [table_name] if table_name else list(tables):
         table = tables[name]
         runs = table.runs()
@@ -64,8 +67,11 @@ def reproduce(project: str, table_name: str | None, dry_run: bool) -> None:
         for i, (overrides, seed) in enumerate(runs):
             t0 = time.time()
             measured[(overrides, seed)] = run_one(project, exp, table, overrides, seed)
-            print(f"  [{i + 1}/{len(runs)}] seed={seed} {' '.join(overrides)} "
-                  f"({time.time() - t0:.0f} s)", flush=True)
+            print(
+                f"  [{i + 1}/{len(runs)}] seed={seed} {' '.join(overrides)} "
+                f"({time.time() - t0:.0f} s)",
+                flush=True,
+            )
         write(project, table, measured, results)
 
 
@@ -82,9 +88,14 @@ def write(project: str, table, measured: dict, results) -> None:
                 key = f"{r.prefix}/{c.metric}"
                 vals = [measured[(overrides_for(r, c), s)].get(key) for s in table.seeds]
                 cells[(r.label, c.label)] = [v for v in vals if v is not None]
-        md, js = results.render_table(title=sec.title, rows=rows,
-                                      columns=[c.label for c in sec.columns], cells=cells,
-                                      paper=paper, digits=sec.digits)
+        md, js = results.render_table(
+            title=sec.title,
+            rows=rows,
+            columns=[c.label for c in sec.columns],
+            cells=cells,
+            paper=paper,
+            digits=sec.digits,
+        )
         texts += [md, ""]
         data["sections"].append(js)
     seeds = ", ".join(map(str, table.seeds))

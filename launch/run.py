@@ -1,6 +1,6 @@
 """Run one experiment of a project.
 
-    python launch/run.py projects/var_jepa [--config cpu] [--set a.b=v ...] [--workdir DIR] [--seed N]
+    python launch/run.py projects/var_jepa [--config cpu] [--set a.b=v ...] [--workdir D] [--seed N]
     python launch/run.py --list
 
 Makes the run directory (default runs/<project>/<config>/<time>/) with config.json, run.json
@@ -36,10 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("project", nargs="?", help="projects/<name>")
     parser.add_argument("--config", default="cpu", help="config name (default: cpu)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config field (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable)",
+    )
     parser.add_argument("--seed", type=int, help="shorthand for --set seed=N")
-    parser.add_argument("--workdir", type=pathlib.Path, help="run directory (resumes if it holds a checkpoint)")
+    parser.add_argument(
+        "--workdir", type=pathlib.Path, help="run directory (resumes if it holds a checkpoint)"
+    )
     parser.add_argument("--list", action="store_true", help="list projects and their configs")
     args = parser.parse_args(argv)
 

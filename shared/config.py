@@ -120,7 +120,9 @@ def apply_overrides(cfg: Any, assignments: list[str] | tuple[str, ...]) -> Any:
     for item in assignments:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"override '{item}' must have the form key=value, e.g. train.steps=100")
+            raise ConfigError(
+                f"override '{item}' must have the form key=value, e.g. train.steps=100"
+            )
         cfg = override(cfg, key.strip(), _parse_literal(text.strip()))
     return cfg
 
@@ -135,7 +137,9 @@ def from_dict(cls: type, data: dict[str, Any], *, prefix: str = "") -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = set(data) - set(names)
     if unknown:
-        raise ConfigError(f"unknown config keys {sorted(prefix + k for k in unknown)}; valid: {names}")
+        raise ConfigError(
+            f"unknown config keys {sorted(prefix + k for k in unknown)}; valid: {names}"
+        )
     kwargs = {k: _coerce(prefix + k, v, types_[k]) for k, v in data.items()}
     return cls(**kwargs)
 

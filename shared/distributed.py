@@ -23,9 +23,11 @@ def initialize() -> None:
     Multi-process is detected from the variables the launchers set (SLURM, TPU pods, or an
     explicit JAX_COORDINATOR_ADDRESS).
     """
-    multi = (os.environ.get("JAX_COORDINATOR_ADDRESS")
-             or int(os.environ.get("SLURM_NTASKS", "1")) > 1
-             or os.environ.get("TPU_WORKER_HOSTNAMES", "").count(",") > 0)
+    multi = (
+        os.environ.get("JAX_COORDINATOR_ADDRESS")
+        or int(os.environ.get("SLURM_NTASKS", "1")) > 1
+        or os.environ.get("TPU_WORKER_HOSTNAMES", "").count(",") > 0
+    )
     if multi and not jax.distributed.is_initialized():
         jax.distributed.initialize()
 
@@ -67,8 +69,9 @@ def host_batch_slice(global_batch: int) -> slice:
     """The rows of a global batch that this process loads."""
     per = global_batch // jax.process_count()
     if per * jax.process_count() != global_batch:
-        raise ValueError(f"global batch {global_batch} is not divisible by "
-                         f"{jax.process_count()} processes")
+        raise ValueError(
+            f"global batch {global_batch} is not divisible by {jax.process_count()} processes"
+        )
     return slice(jax.process_index() * per, (jax.process_index() + 1) * per)
 
 
@@ -78,8 +81,10 @@ def global_batch(local: dict, mesh: Mesh, axis: str = "data") -> dict:
     Every process draws the same global batch (same seed); each keeps `host_batch_slice` of it."""
     sharding = batch_sharded(mesh, axis)
     rows = host_batch_slice(len(next(iter(local.values()))))
-    return {k: jax.make_array_from_process_local_data(sharding, np.asarray(v)[rows])
-            for k, v in local.items()}
+    return {
+        k: jax.make_array_from_process_local_data(sharding, np.asarray(v)[rows])
+        for k, v in local.items()
+    }
 
 
 def data_parallel(state, step_fn, mesh: Mesh, axis: str = "data"):

@@ -26,8 +26,10 @@ class Outer:
 
 
 def test_overrides_parse_literals_and_nested_keys():
-    cfg = apply_overrides(Outer(), ["seed=3", "inner.lr=0.5", "inner.kind='b'", "name=adult",
-                                    "sizes=(4, 5, 6)", "inner.lr=2"])
+    cfg = apply_overrides(
+        Outer(),
+        ["seed=3", "inner.lr=0.5", "inner.kind='b'", "name=adult", "sizes=(4, 5, 6)", "inner.lr=2"],
+    )
     assert cfg.seed == 3 and cfg.name == "adult" and cfg.sizes == (4, 5, 6)
     assert cfg.inner == Inner(lr=2.0, layers=2, kind="b")
     assert isinstance(cfg.inner.lr, float)
@@ -37,17 +39,20 @@ def test_inf_is_accepted_for_floats():
     assert apply_overrides(Outer(), ["inner.lr=inf"]).inner.lr == float("inf")
 
 
-@pytest.mark.parametrize("override, words", [
-    ("inner.depth=3", ["unknown config key 'inner.depth'", "lr", "layers"]),
-    ("sed=1", ["unknown config key 'sed'", "seed"]),
-    ("seed=1.5", ["seed", "integer"]),
-    ("inner.lr='fast'", ["inner.lr", "number"]),
-    ("inner.kind='c'", ["inner.kind", "'a'", "'b'"]),
-    ("sizes=3", ["sizes", "tuple"]),
-    ("seed", ["key=value"]),
-    ("inner=3", ["inner", "group"]),
-    ("inner.layers=0", ["inner.layers", ">= 1"]),
-])
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("inner.depth=3", ["unknown config key 'inner.depth'", "lr", "layers"]),
+        ("sed=1", ["unknown config key 'sed'", "seed"]),
+        ("seed=1.5", ["seed", "integer"]),
+        ("inner.lr='fast'", ["inner.lr", "number"]),
+        ("inner.kind='c'", ["inner.kind", "'a'", "'b'"]),
+        ("sizes=3", ["sizes", "tuple"]),
+        ("seed", ["key=value"]),
+        ("inner=3", ["inner", "group"]),
+        ("inner.layers=0", ["inner.layers", ">= 1"]),
+    ],
+)
 def test_bad_overrides_name_the_key_and_the_fix(override, words):
     with pytest.raises(ConfigError) as e:
         apply_overrides(Outer(), [override])

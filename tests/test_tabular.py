@@ -4,11 +4,14 @@ import pytest
 from shared.data import tabular, tabular_files
 from shared.data.resolver import MissingDataError, package_file
 
+_ROW = "State-gov, {w}, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, {sex}"
 ADULT_LINES = [
-    "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K",
-    "50, ?, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, United-States, >50K",
+    "39, " + _ROW.format(w=77516, sex="Male") + ", 2174, 0, 40, United-States, <=50K",
+    "50, ?, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, "
+    "0, 0, 13, United-States, >50K",
     "|1x3 Cross validator",
-    "38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, White, Female, 0, 0, 40, ?, >50K.",
+    "38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, White, Female, "
+    "0, 0, 40, ?, >50K.",
 ]
 
 
@@ -57,8 +60,11 @@ def _write_csv(path, header, rows):
 
 
 def test_csv_benchmark_loader(tmp_path):
-    _write_csv(tmp_path / "jannis.csv", ["f1", "f2", "target"], [[0.5, 1, "A"], [1.5, 2, "B"],
-                                                                 [2.5, 3, "C"]])
+    _write_csv(
+        tmp_path / "jannis.csv",
+        ["f1", "f2", "target"],
+        [[0.5, 1, "A"], [1.5, 2, "B"], [2.5, 3, "C"]],
+    )
     d = tabular.load("csv:jannis", str(tmp_path))
     assert d.task == "multiclass" and d.x_num.shape == (3, 2) and list(d.y) == [0, 1, 2]
     _write_csv(tmp_path / "california.csv", ["a", "target"], [[1, 2.5], [2, 3.5]])

@@ -15,7 +15,7 @@ DATA = {"x": np.random.default_rng(0).standard_normal((40, 3)).astype(np.float32
 @jax.jit
 def _step(state, batch):
     w = state["w"] - 0.1 * jnp.mean(batch["x"], 0) * state["w"]
-    return {"w": w, "n": state["n"] + 1}, {"loss": jnp.sum(w ** 2)}
+    return {"w": w, "n": state["n"] + 1}, {"loss": jnp.sum(w**2)}
 
 
 def step_fn(state, batch, step):
@@ -27,9 +27,16 @@ def init():
 
 
 def run(tmp, steps, fn=step_fn, every=0):
-    return train_loop(state=init(), step_fn=fn, batches=batch_iterator(DATA, 8, seed=1),
-                      num_steps=steps, checkpointer=Checkpointer(tmp), checkpoint_every=every,
-                      metrics_path=tmp / "metrics.jsonl", log_every=2)
+    return train_loop(
+        state=init(),
+        step_fn=fn,
+        batches=batch_iterator(DATA, 8, seed=1),
+        num_steps=steps,
+        checkpointer=Checkpointer(tmp),
+        checkpoint_every=every,
+        metrics_path=tmp / "metrics.jsonl",
+        log_every=2,
+    )
 
 
 def test_interrupted_run_resumes_to_the_same_state(tmp_path):

@@ -22,11 +22,36 @@ from projects.var_jepa.tjepa_model import ModelConfig
 from shared.data.tabular import TabularData
 
 CONFIGS = {
-    "small": (14, ModelConfig(hidden_dim=64, num_layers=4, num_heads=2, ff_dim=64, dropout=0.0,
-                              pred_dim=16, pred_layers=4, pred_heads=4, pred_ff_dim=256), 256),
-    "jannis": (54, ModelConfig(hidden_dim=64, num_layers=16, num_heads=2, ff_dim=64,
-                               dropout=0.002, pred_dim=16, pred_layers=16, pred_heads=4,
-                               pred_ff_dim=256), 512),
+    "small": (
+        14,
+        ModelConfig(
+            hidden_dim=64,
+            num_layers=4,
+            num_heads=2,
+            ff_dim=64,
+            dropout=0.0,
+            pred_dim=16,
+            pred_layers=4,
+            pred_heads=4,
+            pred_ff_dim=256,
+        ),
+        256,
+    ),
+    "jannis": (
+        54,
+        ModelConfig(
+            hidden_dim=64,
+            num_layers=16,
+            num_heads=2,
+            ff_dim=64,
+            dropout=0.002,
+            pred_dim=16,
+            pred_layers=16,
+            pred_heads=4,
+            pred_ff_dim=256,
+        ),
+        512,
+    ),
 }
 
 
@@ -34,9 +59,15 @@ def measure(name: str, steps: int, repeats: int) -> list[float]:
     n_features, model_cfg, batch = CONFIGS[name]
     rng = np.random.default_rng(0)
     rows = 4 * batch
-    data = TabularData(name, "binary", rng.standard_normal((rows, n_features)).astype(np.float32),
-                       np.zeros((rows, 0), np.int32), (), rng.integers(0, 2, rows).astype(np.int32),
-                       tuple(f"x{i}" for i in range(n_features)))
+    data = TabularData(
+        name,
+        "binary",
+        rng.standard_normal((rows, n_features)).astype(np.float32),
+        np.zeros((rows, 0), np.int32),
+        (),
+        rng.integers(0, 2, rows).astype(np.int32),
+        tuple(f"x{i}" for i in range(n_features)),
+    )
     rates = []
     timings: list[float] = []
     orig = pretrain.train_loop
@@ -74,10 +105,11 @@ def main() -> None:
     print(f"device: {jax.devices()[0].device_kind} x{len(jax.devices())}")
     for name in args.configs:
         rates = measure(name, args.steps, args.repeats)
-        print(f"{name}: median {np.median(rates):.0f} rows/s over {len(rates)} repeats "
-              f"(min {min(rates):.0f}, max {max(rates):.0f}); official PyTorch on a 2-core "
-              f"CPU: ~{official[name]} rows/s")
-
+        print(
+            f"{name}: median {np.median(rates):.0f} rows/s over {len(rates)} repeats "
+            f"(min {min(rates):.0f}, max {max(rates):.0f}); official PyTorch on a 2-core "
+            f"CPU: ~{official[name]} rows/s"
+        )
 
 
 if __name__ == "__main__":

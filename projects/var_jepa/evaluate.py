@@ -20,15 +20,28 @@ def task_metrics(splits: Splits, predict, x_test: np.ndarray) -> dict[str, float
     return {"acc": accuracy(test.y, pred), "f1": macro_f1(test.y, pred)}
 
 
-def heads_on_features(splits: Splits, feats: dict[str, np.ndarray], heads: dict[str, HeadConfig],
-                      seed: int, prefix: str) -> dict[str, float]:
-    """Fits each head on feats['train'] (selected on feats['val']) and scores it on feats['test']."""
+def heads_on_features(
+    splits: Splits,
+    feats: dict[str, np.ndarray],
+    heads: dict[str, HeadConfig],
+    seed: int,
+    prefix: str,
+) -> dict[str, float]:
+    """Fits each head on feats['train'], selected on feats['val']; scores it on feats['test']."""
     regression = splits.train.task == "regression"
     num_out = 1 if regression else splits.train.num_classes
     metrics = {}
     for name, head in heads.items():
-        predict = fit_head(feats["train"], splits.train.y, feats["val"], splits.val.y,
-                           num_outputs=num_out, regression=regression, cfg=head, seed=seed)
+        predict = fit_head(
+            feats["train"],
+            splits.train.y,
+            feats["val"],
+            splits.val.y,
+            num_outputs=num_out,
+            regression=regression,
+            cfg=head,
+            seed=seed,
+        )
         for k, v in task_metrics(splits, predict, feats["test"]).items():
             metrics[f"{prefix}_{name}/{k}"] = v
     return metrics
@@ -36,8 +49,10 @@ def heads_on_features(splits: Splits, feats: dict[str, np.ndarray], heads: dict[
 
 def raw_features(splits: Splits) -> dict[str, np.ndarray]:
     cards = splits.train.cat_cardinalities
-    return {s: one_hot_features(getattr(splits, s).x_num, getattr(splits, s).x_cat, cards)
-            for s in ("train", "val", "test")}
+    return {
+        s: one_hot_features(getattr(splits, s).x_num, getattr(splits, s).x_cat, cards)
+        for s in ("train", "val", "test")
+    }
 
 
 def gbdt(splits: Splits, seed: int) -> dict[str, float]:
@@ -47,7 +62,9 @@ def gbdt(splits: Splits, seed: int) -> dict[str, float]:
     tr, te = splits.train, splits.test
     x = lambda d: np.concatenate([d.x_num, d.x_cat.astype(np.float32)], axis=1)
     cat_mask = [False] * tr.x_num.shape[1] + [True] * tr.x_cat.shape[1]
-    cls = HistGradientBoostingRegressor if tr.task == "regression" else HistGradientBoostingClassifier
+    cls = (
+        HistGradientBoostingRegressor if tr.task == "regression" else HistGradientBoostingClassifier
+    )
     model = cls(categorical_features=cat_mask if any(cat_mask) else None, random_state=seed)
     model.fit(x(tr), tr.y)
     pred = model.predict(x(te))
@@ -58,12 +75,15 @@ def gbdt(splits: Splits, seed: int) -> dict[str, float]:
 
 def collapse_stats(emb: np.ndarray, prefix: str) -> dict[str, float]:
     """Mean per-dimension variance and effective rank of embeddings [N, F]."""
-    return {f"{prefix}/dim_var": float(per_dimension_variance(emb).mean()),
-            f"{prefix}/eff_rank": effective_rank(emb)}
+    return {
+        f"{prefix}/dim_var": float(per_dimension_variance(emb).mean()),
+        f"{prefix}/eff_rank": effective_rank(emb),
+    }
 
 
-def uncertainty_stats(sigma: np.ndarray, noise_features: tuple[int, ...], prefix: str
-                      ) -> tuple[dict[str, float], np.ndarray]:
+def uncertainty_stats(
+    sigma: np.ndarray, noise_features: tuple[int, ...], prefix: str
+) -> tuple[dict[str, float], np.ndarray]:
     """sigma: [N, D, H] posterior std -> mean sigma per feature [D], and the mean over the
     noise-injected features against the others (when the data declares noise features)."""
     per_feature = sigma.mean(axis=(0, 2))

@@ -64,9 +64,14 @@ class Config:
             raise ValueError("methods is empty; choose from ('raw', 'tjepa', 'var_tjepa')")
         if self.pretrain.steps < 1 or self.pretrain.batch_size < 1:
             raise ValueError("pretrain.steps and pretrain.batch_size must be >= 1")
-        if self.model.hidden_dim % self.model.num_heads or self.model.pred_dim % self.model.pred_heads:
-            raise ValueError("model.hidden_dim must be divisible by model.num_heads and "
-                             "model.pred_dim by model.pred_heads")
+        if (
+            self.model.hidden_dim % self.model.num_heads
+            or self.model.pred_dim % self.model.pred_heads
+        ):
+            raise ValueError(
+                "model.hidden_dim must be divisible by model.num_heads and "
+                "model.pred_dim by model.pred_heads"
+            )
 
     def __post_init__(self):
         self.validate()
@@ -78,26 +83,52 @@ CONFIGS: dict[str, Config] = {
     # Seconds: a tiny model on the synthetic table, every code path exercised.
     "smoke": Config(
         data=DataConfig(name="synthetic", max_pretrain_rows=512),
-        model=ModelConfig(hidden_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout=0.0,
-                          pred_dim=8, pred_layers=1, pred_heads=2, pred_ff_dim=16),
-        pretrain=PretrainConfig(steps=8, batch_size=64, warmup_steps=2, checkpoint_every=4,
-                                log_every=4),
-        probe=ProbeConfig(linear=HeadConfig(**_TINY_HEAD),
-                          mlp=HeadConfig(hidden=(16,), **_TINY_HEAD)),
+        model=ModelConfig(
+            hidden_dim=8,
+            num_layers=1,
+            num_heads=2,
+            ff_dim=16,
+            dropout=0.0,
+            pred_dim=8,
+            pred_layers=1,
+            pred_heads=2,
+            pred_ff_dim=16,
+        ),
+        pretrain=PretrainConfig(
+            steps=8, batch_size=64, warmup_steps=2, checkpoint_every=4, log_every=4
+        ),
+        probe=ProbeConfig(
+            linear=HeadConfig(**_TINY_HEAD), mlp=HeadConfig(hidden=(16,), **_TINY_HEAD)
+        ),
     ),
     # The default: Adult with the spec's suggested CPU-scale model, minutes on 2 cores.
     # Suggested settings for 2 CPU cores: no dropout (the official 0.002 costs a third of the
     # step time in random bits for no measurable effect) and a 64-wide predictor FFN.
-    "cpu": Config(model=ModelConfig(dropout=0.0, pred_ff_dim=64),
-                  pretrain=PretrainConfig(steps=400, warmup_steps=40)),
+    "cpu": Config(
+        model=ModelConfig(dropout=0.0, pred_ff_dim=64),
+        pretrain=PretrainConfig(steps=400, warmup_steps=40),
+    ),
     # T-JEPA's published jannis setup (scripts/launch_tjepa.sh); data read from a local directory.
     "paper": Config(
         data=DataConfig(name="csv:jannis", data_dir="data/tjepa"),
-        model=ModelConfig(hidden_dim=64, num_layers=16, num_heads=2, ff_dim=64, dropout=0.002,
-                          pred_dim=16, pred_layers=16, pred_heads=4, pred_ff_dim=256),
-        pretrain=PretrainConfig(steps=300 * (83733 * 7 // 10 // 512), batch_size=512,
-                                lr=3.66e-4, warmup_steps=10 * (83733 * 7 // 10 // 512),
-                                checkpoint_every=1000),
+        model=ModelConfig(
+            hidden_dim=64,
+            num_layers=16,
+            num_heads=2,
+            ff_dim=64,
+            dropout=0.002,
+            pred_dim=16,
+            pred_layers=16,
+            pred_heads=4,
+            pred_ff_dim=256,
+        ),
+        pretrain=PretrainConfig(
+            steps=300 * (83733 * 7 // 10 // 512),
+            batch_size=512,
+            lr=3.66e-4,
+            warmup_steps=10 * (83733 * 7 // 10 // 512),
+            checkpoint_every=1000,
+        ),
     ),
 }
 
@@ -108,7 +139,9 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     splits = tabular.split(data, cfg.seed)
     pre_rows = splits.train
     if cfg.data.max_pretrain_rows and len(pre_rows) > cfg.data.max_pretrain_rows:
-        keep = np.random.default_rng(cfg.seed).permutation(len(pre_rows))[: cfg.data.max_pretrain_rows]
+        keep = np.random.default_rng(cfg.seed).permutation(len(pre_rows))[
+            : cfg.data.max_pretrain_rows
+        ]
         pre_rows = pre_rows.take(np.sort(keep))
     heads = {"linear": cfg.probe.linear, "mlp": cfg.probe.mlp}
     metrics: dict[str, float] = {}
@@ -121,8 +154,9 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
 
     if "raw" in cfg.methods:
         feats = evaluate.raw_features(splits)
-        metrics |= timed("raw_heads", lambda: evaluate.heads_on_features(
-            splits, feats, heads, cfg.seed, "raw"))
+        metrics |= timed(
+            "raw_heads", lambda: evaluate.heads_on_features(splits, feats, heads, cfg.seed, "raw")
+        )
         metrics |= timed("raw_gbdt", lambda: evaluate.gbdt(splits, cfg.seed))
 
     def embeddings(pre, kind):
@@ -130,35 +164,50 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
         return {s: o[0] for s, o in outs.items()}, outs["test"][1]
 
     if "tjepa" in cfg.methods:
-        pre = timed("tjepa_pretrain", lambda: pretrain.train_tjepa(
-            pre_rows, cfg.model, cfg.mask, cfg.pretrain, cfg.seed, workdir))
+        pre = timed(
+            "tjepa_pretrain",
+            lambda: pretrain.train_tjepa(
+                pre_rows, cfg.model, cfg.mask, cfg.pretrain, cfg.seed, workdir
+            ),
+        )
         feats, _ = embeddings(pre, "tjepa")
         metrics["tjepa/probe_dim"] = float(feats["test"].shape[1])
         metrics |= evaluate.collapse_stats(feats["test"], "tjepa")
-        metrics |= timed("tjepa_heads", lambda: evaluate.heads_on_features(
-            splits, feats, heads, cfg.seed, "tjepa"))
+        metrics |= timed(
+            "tjepa_heads",
+            lambda: evaluate.heads_on_features(splits, feats, heads, cfg.seed, "tjepa"),
+        )
 
     if "var_tjepa" in cfg.methods:
-        pre = timed("var_tjepa_pretrain", lambda: pretrain.train_var_tjepa(
-            pre_rows, cfg.model, cfg.mask, cfg.var, cfg.pretrain, cfg.seed, workdir))
+        pre = timed(
+            "var_tjepa_pretrain",
+            lambda: pretrain.train_var_tjepa(
+                pre_rows, cfg.model, cfg.mask, cfg.var, cfg.pretrain, cfg.seed, workdir
+            ),
+        )
         feats, sigma = embeddings(pre, "var_tjepa")
         metrics["var_tjepa/probe_dim"] = float(feats["test"].shape[1])
         metrics |= evaluate.collapse_stats(feats["test"], "var_tjepa")
         unc, per_feature = evaluate.uncertainty_stats(sigma, data.noise_features, "var_tjepa")
         metrics |= unc
         _plot_sigma(per_feature, data, workdir)
-        metrics |= timed("var_tjepa_heads", lambda: evaluate.heads_on_features(
-            splits, feats, heads, cfg.seed, "var_tjepa"))
+        metrics |= timed(
+            "var_tjepa_heads",
+            lambda: evaluate.heads_on_features(splits, feats, heads, cfg.seed, "var_tjepa"),
+        )
     return metrics
 
 
 def _plot_sigma(per_feature: np.ndarray, data: tabular.TabularData, workdir: pathlib.Path) -> None:
     """Mean posterior sigma per feature, noise-injected features highlighted."""
-    (workdir / "sigma_per_feature.json").write_text(json.dumps(
-        dict(zip(data.feature_names, map(float, per_feature))), indent=2))
+    (workdir / "sigma_per_feature.json").write_text(
+        json.dumps(dict(zip(data.feature_names, map(float, per_feature))), indent=2)
+    )
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4, 0.3 * len(per_feature)), 3))
-    colors = ["tab:red" if j in data.noise_features else "tab:blue" for j in range(len(per_feature))]
+    colors = [
+        "tab:red" if j in data.noise_features else "tab:blue" for j in range(len(per_feature))
+    ]
     ax.bar(range(len(per_feature)), per_feature, color=colors)
     ax.set_xticks(range(len(per_feature)), data.feature_names, rotation=90, fontsize=7)
     ax.set_ylabel("mean posterior σ")

@@ -8,13 +8,19 @@ import jax.numpy as jnp
 LOG_2PI = float(jnp.log(2 * jnp.pi))
 
 
-def gaussian_kl(mu_q: jax.Array, log_sigma_q: jax.Array, mu_p: jax.Array,
-                log_sigma_p: jax.Array) -> jax.Array:
+def gaussian_kl(
+    mu_q: jax.Array, log_sigma_q: jax.Array, mu_p: jax.Array, log_sigma_p: jax.Array
+) -> jax.Array:
     """KL(N(mu_q, sigma_q^2) || N(mu_p, sigma_p^2)) per element:
     log s - log sigma + (sigma^2 + (mu - m)^2) / (2 s^2) - 1/2."""
     var_ratio = jnp.exp(2 * (log_sigma_q - log_sigma_p))
-    return (log_sigma_p - log_sigma_q + 0.5 * var_ratio
-            + 0.5 * jnp.square(mu_q - mu_p) * jnp.exp(-2 * log_sigma_p) - 0.5)
+    return (
+        log_sigma_p
+        - log_sigma_q
+        + 0.5 * var_ratio
+        + 0.5 * jnp.square(mu_q - mu_p) * jnp.exp(-2 * log_sigma_p)
+        - 0.5
+    )
 
 
 def standard_normal_kl(mu: jax.Array, log_sigma: jax.Array) -> jax.Array:

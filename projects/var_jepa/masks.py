@@ -1,4 +1,5 @@
-"""T-JEPA's multi-block feature mask sampler (From the official code, jose-melo/t-jepa, src/mask.py).
+"""T-JEPA's multi-block feature mask sampler (From the official code,
+jose-melo/t-jepa, src/mask.py).
 
 Per batch: draw the context size n_ctx in [round(D*min_ctx), round(D*max_ctx)] and the target size
 n_trgt in [round(D*min_trgt), round(D*max_trgt)], redrawing until num_encs*n_ctx + n_trgt <= D.
@@ -39,8 +40,10 @@ class MaskConfig:
         if self.min_ctx_share > self.max_ctx_share or self.min_trgt_share > self.max_trgt_share:
             raise ValueError("mask: each min_*_share must not exceed its max_*_share")
         if self.num_preds < 1 or self.num_encs != 1:
-            raise ValueError("mask.num_preds must be >= 1 and mask.num_encs must be 1 "
-                             "(several context sets are not implemented)")
+            raise ValueError(
+                "mask.num_preds must be >= 1 and mask.num_encs must be 1 "
+                "(several context sets are not implemented)"
+            )
 
 
 def size_ranges(d: int, cfg: MaskConfig) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -49,8 +52,10 @@ def size_ranges(d: int, cfg: MaskConfig) -> tuple[tuple[int, int], tuple[int, in
     ctx = (r(cfg.min_ctx_share), r(cfg.max_ctx_share))
     trgt = (r(cfg.min_trgt_share), r(cfg.max_trgt_share))
     if cfg.num_encs * ctx[0] + trgt[0] > d:
-        raise ValueError(f"mask shares admit no sizes with {d} features: the smallest context "
-                         f"({ctx[0]}) plus the smallest target ({trgt[0]}) exceeds {d}")
+        raise ValueError(
+            f"mask shares admit no sizes with {d} features: the smallest context "
+            f"({ctx[0]}) plus the smallest target ({trgt[0]}) exceeds {d}"
+        )
     return ctx, trgt
 
 
@@ -69,8 +74,16 @@ def sample_sizes(rng: np.random.Generator, d: int, cfg: MaskConfig) -> tuple[int
             return n_ctx, n_trgt
 
 
-def sample_indices(key: jax.Array, batch: int, d: int, n_ctx: jax.Array, n_trgt: jax.Array,
-                   max_ctx: int, max_trgt: int, num_preds: int):
+def sample_indices(
+    key: jax.Array,
+    batch: int,
+    d: int,
+    n_ctx: jax.Array,
+    n_trgt: jax.Array,
+    max_ctx: int,
+    max_trgt: int,
+    num_preds: int,
+):
     """Context and target index sets over 0..d-1, padded.
 
     Returns ctx [B, max_ctx] int, ctx_valid [max_ctx] bool, trgt [P, B, max_trgt] int,

@@ -28,7 +28,9 @@ from shared.train import Checkpointer, adamw_no_decay_on_vectors, train_loop, wa
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
-    steps: int = 1500  # optimizer steps (the official code counts epochs; steps = epochs * rows / batch)
+    steps: int = (
+        1500  # optimizer steps (the official code counts epochs; steps = epochs * rows / batch)
+    )
     batch_size: int = 256
     lr: float = 1e-3  # T-JEPA jannis: 3.66e-4
     warmup_steps: int = 100
@@ -65,8 +67,9 @@ class Pretrained:
 
 
 def _optimizer(cfg: PretrainConfig) -> optax.GradientTransformation:
-    return adamw_no_decay_on_vectors(warmup_cosine(cfg.lr, cfg.steps, cfg.warmup_steps),
-                                     cfg.weight_decay)
+    return adamw_no_decay_on_vectors(
+        warmup_cosine(cfg.lr, cfg.steps, cfg.warmup_steps), cfg.weight_decay
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,40 +77,57 @@ def _optimizer(cfg: PretrainConfig) -> optax.GradientTransformation:
 class TJEPA(nnx.Module):
     def __init__(self, n_num: int, cards, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.encoder = Encoder(n_num, cards, cfg, cfg.n_cls_tokens, rngs=rngs)
-        self.predictor = Predictor(cfg.hidden_dim, cfg.hidden_dim, self.encoder.num_tokens, cfg,
-                                   rngs=rngs)
+        self.predictor = Predictor(
+            cfg.hidden_dim, cfg.hidden_dim, self.encoder.num_tokens, cfg, rngs=rngs
+        )
 
 
-def tjepa_loss(model: TJEPA, target_encoder: Encoder, batch: dict, key: jax.Array,
-               sizes: jax.Array, mask_cfg: masks.MaskConfig, n_cls: int):
+def tjepa_loss(
+    model: TJEPA,
+    target_encoder: Encoder,
+    batch: dict,
+    key: jax.Array,
+    sizes: jax.Array,
+    mask_cfg: masks.MaskConfig,
+    n_cls: int,
+):
     """MSE between predicted and target-encoder tokens at the target positions."""
     d_mask = model.encoder.num_tokens - n_cls  # maskable indices 0..D-1
     b = batch["x_num"].shape[0]
     max_ctx, max_trgt = masks.max_sizes(d_mask, mask_cfg)
     k_mask, k_enc, k_pred, k_tgt = jax.random.split(key, 4)
     ctx, ctx_valid, trgt, trgt_valid = masks.sample_indices(
-        k_mask, b, d_mask, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds)
-    ctx_pos, ctx_valid_b, trgt_pos = token_positions(ctx, ctx_valid, trgt, n_cls,
-                                                     mask_cfg.mask_includes_reg)
+        k_mask, b, d_mask, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds
+    )
+    ctx_pos, ctx_valid_b, trgt_pos = token_positions(
+        ctx, ctx_valid, trgt, n_cls, mask_cfg.mask_includes_reg
+    )
     # Targets: the EMA encoder on the full row, no gradient (dropout stays on, as officially).
     full = jax.lax.stop_gradient(target_encoder(batch["x_num"], batch["x_cat"], key=k_tgt))
     targets = row_gather(full, trgt_pos)  # [P, B, Nt, H]
     z_ctx = model.encoder(batch["x_num"], batch["x_cat"], ctx_pos, ctx_valid_b, k_enc)
     pred = model.predictor(z_ctx, ctx_pos, ctx_valid_b, trgt_pos, trgt_valid, k_pred)
     w = trgt_valid[None, None, :, None].astype(pred.dtype)
-    loss = jnp.sum(jnp.square(pred - targets) * w) / (jnp.sum(w) * b * mask_cfg.num_preds
-                                                       * pred.shape[-1])
+    loss = jnp.sum(jnp.square(pred - targets) * w) / (
+        jnp.sum(w) * b * mask_cfg.num_preds * pred.shape[-1]
+    )
     emb_var = jnp.mean(jnp.var(full.reshape(b, -1), axis=0))  # collapse monitor
     return loss, {"loss": loss, "target_emb_var": emb_var}
 
 
-def tjepa_setup(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskConfig,
-                cfg: PretrainConfig, seed: int):
+def tjepa_setup(
+    data: TabularData,
+    model_cfg: ModelConfig,
+    mask_cfg: masks.MaskConfig,
+    cfg: PretrainConfig,
+    seed: int,
+):
     """The initial state, the step function `(state, batch, step) -> (state, metrics)` and the
     target encoder's graphdef."""
     keys = rng.streams(seed, "init", "data", "step")
-    model = TJEPA(data.x_num.shape[1], data.cat_cardinalities, model_cfg,
-                  rngs=nnx.Rngs(params=keys["init"]))
+    model = TJEPA(
+        data.x_num.shape[1], data.cat_cardinalities, model_cfg, rngs=nnx.Rngs(params=keys["init"])
+    )
     graphdef, params = nnx.split(model)
     enc_graphdef = nnx.graphdef(model.encoder)
     tx = _optimizer(cfg)
@@ -121,8 +141,9 @@ def tjepa_setup(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskC
 
         def loss_fn(p):
             m = nnx.merge(graphdef, p)
-            return tjepa_loss(m, nnx.merge(enc_graphdef, state["target"]), batch, key, sizes,
-                              mask_cfg, n_cls)
+            return tjepa_loss(
+                m, nnx.merge(enc_graphdef, state["target"]), batch, key, sizes, mask_cfg, n_cls
+            )
 
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state["params"])
         c = cfg.encoder_grad_clamp
@@ -140,9 +161,15 @@ def tjepa_setup(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskC
     return state, step_fn, enc_graphdef
 
 
-def train_tjepa(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskConfig,
-                cfg: PretrainConfig, seed: int, workdir: pathlib.Path | None,
-                name: str = "tjepa") -> Pretrained:
+def train_tjepa(
+    data: TabularData,
+    model_cfg: ModelConfig,
+    mask_cfg: masks.MaskConfig,
+    cfg: PretrainConfig,
+    seed: int,
+    workdir: pathlib.Path | None,
+    name: str = "tjepa",
+) -> Pretrained:
     """Trains T-JEPA; returns the target encoder (the one used downstream)."""
     state, step_fn, enc_graphdef = tjepa_setup(data, model_cfg, mask_cfg, cfg, seed)
     state = _run(state, step_fn, data, cfg, seed, workdir, name)
@@ -151,8 +178,15 @@ def train_tjepa(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskC
 
 # ---------------------------------------------------------------------------------------------
 # Var-T-JEPA (Reconstruction, see var_model.py)
-def var_loss(model: VarTJEPA, target_model: VarTJEPA | None, batch: dict, key: jax.Array,
-             sizes: jax.Array, mask_cfg: masks.MaskConfig, var: VarConfig):
+def var_loss(
+    model: VarTJEPA,
+    target_model: VarTJEPA | None,
+    batch: dict,
+    key: jax.Array,
+    sizes: jax.Array,
+    mask_cfg: masks.MaskConfig,
+    var: VarConfig,
+):
     """The negative ELBO per feature (averaged over rows and target sets, divided by D)."""
     x_num, x_cat = batch["x_num"], batch["x_cat"]
     b = x_num.shape[0]
@@ -160,7 +194,8 @@ def var_loss(model: VarTJEPA, target_model: VarTJEPA | None, batch: dict, key: j
     max_ctx, max_trgt = masks.max_sizes(d, mask_cfg)
     k_mask, k_c, k_t, k_zc, k_zt, k_p = jax.random.split(key, 6)
     ctx, ctx_valid, trgt, trgt_valid = masks.sample_indices(
-        k_mask, b, d, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds)
+        k_mask, b, d, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds
+    )
     x_obs = observed_values(x_num, x_cat)  # [B, D]
     # q(z_C | x_C): the encoder sees the context features only.
     cv = jnp.broadcast_to(ctx_valid, ctx.shape)
@@ -180,8 +215,9 @@ def var_loss(model: VarTJEPA, target_model: VarTJEPA | None, batch: dict, key: j
     kl_t = jnp.sum(gaussian_kl(mu_t, ls_t, m, ls_p).sum(-1) * tw) / (b * p)
     kl_c = jnp.sum(standard_normal_kl(mu_c, ls_c).sum(-1) * cw) / b
     rec_c = jnp.sum(model.decoder.nll(z_c, ctx, row_gather(x_obs[..., None], ctx)[..., 0]) * cw) / b
-    rec_t = jnp.sum(model.decoder.nll(z_t, trgt, row_gather(x_obs[..., None], trgt)[..., 0])
-                    * tw) / (b * p)
+    rec_t = jnp.sum(
+        model.decoder.nll(z_t, trgt, row_gather(x_obs[..., None], trgt)[..., 0]) * tw
+    ) / (b * p)
     neg_elbo = var.beta * kl_t
     if var.prior_kl:
         neg_elbo += kl_c
@@ -189,17 +225,35 @@ def var_loss(model: VarTJEPA, target_model: VarTJEPA | None, batch: dict, key: j
         neg_elbo += rec_c + rec_t
     loss = neg_elbo / d
     emb_var = jnp.mean(jnp.var(mu_all.reshape(b, -1), axis=0))
-    return loss, {"loss": loss, "kl_target": kl_t, "kl_context": kl_c, "nll_context": rec_c,
-                  "nll_target": rec_t, "mean_sigma": jnp.mean(jnp.exp(ls_all)),
-                  "target_emb_var": emb_var}
+    return loss, {
+        "loss": loss,
+        "kl_target": kl_t,
+        "kl_context": kl_c,
+        "nll_context": rec_c,
+        "nll_target": rec_t,
+        "mean_sigma": jnp.mean(jnp.exp(ls_all)),
+        "target_emb_var": emb_var,
+    }
 
 
-def train_var_tjepa(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.MaskConfig,
-                    var: VarConfig, cfg: PretrainConfig, seed: int, workdir: pathlib.Path | None,
-                    name: str = "var_tjepa") -> Pretrained:
+def train_var_tjepa(
+    data: TabularData,
+    model_cfg: ModelConfig,
+    mask_cfg: masks.MaskConfig,
+    var: VarConfig,
+    cfg: PretrainConfig,
+    seed: int,
+    workdir: pathlib.Path | None,
+    name: str = "var_tjepa",
+) -> Pretrained:
     keys = rng.streams(seed, "init", "data", "step")
-    model = VarTJEPA(data.x_num.shape[1], data.cat_cardinalities, model_cfg, var,
-                     rngs=nnx.Rngs(params=keys["init"]))
+    model = VarTJEPA(
+        data.x_num.shape[1],
+        data.cat_cardinalities,
+        model_cfg,
+        var,
+        rngs=nnx.Rngs(params=keys["init"]),
+    )
     graphdef, params = nnx.split(model)
     tx = _optimizer(cfg)
     ema = var.target_encoder == "ema"
@@ -232,18 +286,36 @@ def train_var_tjepa(data: TabularData, model_cfg: ModelConfig, mask_cfg: masks.M
     return Pretrained(graphdef, state["target"] if ema else state["params"])
 
 
-def _run(state, step_fn, data: TabularData, cfg: PretrainConfig, seed: int,
-         workdir: pathlib.Path | None, name: str):
-    batches = batch_iterator(_batch_arrays(data), min(cfg.batch_size, len(data)),
-                             seed=int(rng.numpy_rng(seed, "data").integers(2**31)))
+def _run(
+    state,
+    step_fn,
+    data: TabularData,
+    cfg: PretrainConfig,
+    seed: int,
+    workdir: pathlib.Path | None,
+    name: str,
+):
+    batches = batch_iterator(
+        _batch_arrays(data),
+        min(cfg.batch_size, len(data)),
+        seed=int(rng.numpy_rng(seed, "data").integers(2**31)),
+    )
     if cfg.data_parallel:
         state, step_fn = distributed.data_parallel(state, step_fn, distributed.data_mesh())
     ckpt = Checkpointer(workdir / "checkpoints" / name) if workdir is not None else None
     try:
-        return train_loop(state=state, step_fn=step_fn, batches=batches, num_steps=cfg.steps,
-                          checkpointer=ckpt, checkpoint_every=cfg.checkpoint_every,
-                          metrics_path=None if workdir is None else workdir / "metrics.jsonl",
-                          name=name, items_per_step=cfg.batch_size, log_every=cfg.log_every)
+        return train_loop(
+            state=state,
+            step_fn=step_fn,
+            batches=batches,
+            num_steps=cfg.steps,
+            checkpointer=ckpt,
+            checkpoint_every=cfg.checkpoint_every,
+            metrics_path=None if workdir is None else workdir / "metrics.jsonl",
+            name=name,
+            items_per_step=cfg.batch_size,
+            log_every=cfg.log_every,
+        )
     finally:
         if ckpt is not None:
             ckpt.close()
@@ -264,8 +336,8 @@ def embed(pre: Pretrained, kind: str, data: TabularData, batch_size: int = 1024)
         mu, ls = model.posterior(x_num, x_cat)
         return mu.reshape(mu.shape[0], -1), jnp.exp(ls)
 
-    outs = [f(data.x_num[i:i + batch_size], data.x_cat[i:i + batch_size])
-            for i in range(0, len(data), batch_size)]
+    outs = [
+        f(data.x_num[i : i + batch_size], data.x_cat[i : i + batch_size])
+        for i in range(0, len(data), batch_size)
+    ]
     return np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs])
-
-

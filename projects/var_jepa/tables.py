@@ -2,9 +2,14 @@
 
 from shared.tables import Column, Row, Section, Table
 
-DATASETS = (("Adult", "adult", "acc"), ("letter", "letter", "acc"), ("magic", "magic", "acc"),
-            ("breast_cancer", "breast_cancer", "acc"), ("diabetes (RMSE ↓)", "diabetes", "rmse"),
-            ("synthetic", "synthetic", "acc"))
+DATASETS = (
+    ("Adult", "adult", "acc"),
+    ("letter", "letter", "acc"),
+    ("magic", "magic", "acc"),
+    ("breast_cancer", "breast_cancer", "acc"),
+    ("diabetes (RMSE ↓)", "diabetes", "rmse"),
+    ("synthetic", "synthetic", "acc"),
+)
 
 ROWS = (
     Row("raw-linear", "raw_linear"),
@@ -28,18 +33,27 @@ MAIN = Table(
     seeds=(0, 1, 2),
     rows=ROWS,
     sections=(
-        Section("Accuracy (classification, higher is better) and RMSE (diabetes, lower is better)",
-                tuple(_col(*d) for d in DATASETS)),
-        Section("Macro-F1 (classification)",
-                tuple(_col(label, name, "f1") for label, name, m in DATASETS if m == "acc")),
+        Section(
+            "Accuracy (classification, higher is better) and RMSE (diabetes, lower is better)",
+            tuple(_col(*d) for d in DATASETS),
+        ),
+        Section(
+            "Macro-F1 (classification)",
+            tuple(_col(label, name, "f1") for label, name, m in DATASETS if m == "acc"),
+        ),
     ),
     # From the T-JEPA README (Adult accuracy): MLP .825, MLP+T-JEPA .866, XGBoost .874 (the
     # paper's GBDT is XGBoost, ours scikit-learn's HistGradientBoosting).
-    paper=((("raw-MLP", "Adult"), 0.825), (("T-JEPA+MLP", "Adult"), 0.866),
-           (("raw-GBDT", "Adult"), 0.874)),
-    notes=("Splits 70/10/20 (stratified) per seed; heads selected on the validation split. "
-           "Paper numbers are T-JEPA's published Adult accuracies at paper scale (300 epochs, "
-           "16+16 layers); ours are 400 pretraining steps of a 2-layer model.",),
+    paper=(
+        (("raw-MLP", "Adult"), 0.825),
+        (("T-JEPA+MLP", "Adult"), 0.866),
+        (("raw-GBDT", "Adult"), 0.874),
+    ),
+    notes=(
+        "Splits 70/10/20 (stratified) per seed; heads selected on the validation split. "
+        "Paper numbers are T-JEPA's published Adult accuracies at paper scale (300 epochs, "
+        "16+16 layers); ours are 400 pretraining steps of a 2-layer model.",
+    ),
 )
 
 _SYN = (("data.name", "synthetic"),)
@@ -54,18 +68,30 @@ DIAGNOSTICS = Table(
         Row("Var-T-JEPA", "var_tjepa"),
     ),
     sections=(
-        Section("Collapse: mean per-dimension variance and effective rank of the flattened "
-                "embeddings", (Column("dim variance", "dim_var", _SYN),
-                               Column("effective rank", "eff_rank", _SYN),
-                               Column("probe input size", "probe_dim", _SYN)), digits=4),
-        Section("Latent uncertainty: mean posterior σ on the 3 noise-injected columns vs the "
-                "others", (Column("σ noise columns", "sigma_noise", _SYN),
-                           Column("σ clean columns", "sigma_clean", _SYN),
-                           Column("ratio", "sigma_ratio", _SYN)), digits=4),
+        Section(
+            "Collapse: mean per-dimension variance and effective rank of the flattened embeddings",
+            (
+                Column("dim variance", "dim_var", _SYN),
+                Column("effective rank", "eff_rank", _SYN),
+                Column("probe input size", "probe_dim", _SYN),
+            ),
+            digits=4,
+        ),
+        Section(
+            "Latent uncertainty: mean posterior σ on the 3 noise-injected columns vs the others",
+            (
+                Column("σ noise columns", "sigma_noise", _SYN),
+                Column("σ clean columns", "sigma_clean", _SYN),
+                Column("ratio", "sigma_ratio", _SYN),
+            ),
+            digits=4,
+        ),
     ),
-    notes=("T-JEPA's embeddings come from the EMA target encoder, Var-T-JEPA's are posterior "
-           "means; an effective rank near 1 or a variance near 0 signals collapse. "
-           "σ applies to Var-T-JEPA only.",),
+    notes=(
+        "T-JEPA's embeddings come from the EMA target encoder, Var-T-JEPA's are posterior "
+        "means; an effective rank near 1 or a variance near 0 signals collapse. "
+        "σ applies to Var-T-JEPA only.",
+    ),
 )
 
 TABLES = {t.name: t for t in (MAIN, DIAGNOSTICS)}

@@ -41,17 +41,27 @@ class ModelConfig:
 
 
 class TabularTransformer(nnx.Module):
-    def __init__(self, dim: int, num_layers: int, num_heads: int, ff_dim: int, rate: float, *,
-                 rngs: nnx.Rngs):
-        self.layers = TransformerEncoder(num_layers, dim, num_heads, ff_dim, rngs=rngs,
-                                         dropout_rate=rate, norm_first=False, activation=nnx.relu)
+    def __init__(
+        self, dim: int, num_layers: int, num_heads: int, ff_dim: int, rate: float, *, rngs: nnx.Rngs
+    ):
+        self.layers = TransformerEncoder(
+            num_layers,
+            dim,
+            num_heads,
+            ff_dim,
+            rngs=rngs,
+            dropout_rate=rate,
+            norm_first=False,
+            activation=nnx.relu,
+        )
         self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
         self.fc = nnx.Linear(dim, dim, rngs=rngs)
         self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
         self.rate = rate
 
-    def __call__(self, x: jax.Array, *, valid: jax.Array | None = None,
-                 key: jax.Array | None = None) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
+    ) -> jax.Array:
         """x: [B, S, dim]; valid: [B, S] bool (padding = False) -> [B, S, dim]."""
         k0, k1, k2 = split_key(key, 3)
         x = self.layers(x, valid=valid, key=k0)
@@ -65,17 +75,32 @@ def gather_tokens(x: jax.Array, positions: jax.Array) -> jax.Array:
 
 
 class Encoder(nnx.Module):
-    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], cfg: ModelConfig,
-                 n_cls: int, *, rngs: nnx.Rngs):
-        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, cfg.hidden_dim, rngs=rngs,
-                                          n_cls=n_cls)
-        self.body = TabularTransformer(cfg.hidden_dim, cfg.num_layers, cfg.num_heads, cfg.ff_dim,
-                                       cfg.dropout, rngs=rngs)
+    def __init__(
+        self,
+        n_num: int,
+        cat_cardinalities: Sequence[int],
+        cfg: ModelConfig,
+        n_cls: int,
+        *,
+        rngs: nnx.Rngs,
+    ):
+        self.tokenizer = FeatureTokenizer(
+            n_num, cat_cardinalities, cfg.hidden_dim, rngs=rngs, n_cls=n_cls
+        )
+        self.body = TabularTransformer(
+            cfg.hidden_dim, cfg.num_layers, cfg.num_heads, cfg.ff_dim, cfg.dropout, rngs=rngs
+        )
         self.num_tokens = self.tokenizer.num_tokens
         self.dim = cfg.hidden_dim
 
-    def __call__(self, x_num: jax.Array, x_cat: jax.Array, positions: jax.Array | None = None,
-                 valid: jax.Array | None = None, key: jax.Array | None = None) -> jax.Array:
+    def __call__(
+        self,
+        x_num: jax.Array,
+        x_cat: jax.Array,
+        positions: jax.Array | None = None,
+        valid: jax.Array | None = None,
+        key: jax.Array | None = None,
+    ) -> jax.Array:
         """Encodes the tokens at `positions` [B, N] (all T tokens when None) -> [B, N, H]."""
         pos = sinusoidal_positions(self.num_tokens, self.dim, base=100.0)
         tokens = self.tokenizer(x_num, x_cat) + pos
@@ -85,21 +110,29 @@ class Encoder(nnx.Module):
 
 
 class Predictor(nnx.Module):
-    def __init__(self, in_dim: int, out_dim: int, num_positions: int, cfg: ModelConfig, *,
-                 rngs: nnx.Rngs):
+    def __init__(
+        self, in_dim: int, out_dim: int, num_positions: int, cfg: ModelConfig, *, rngs: nnx.Rngs
+    ):
         init = nnx.initializers.truncated_normal(0.02)
         self.embed = nnx.Linear(in_dim, cfg.pred_dim, kernel_init=init, rngs=rngs)
         self.mask_token = nnx.Param(init(rngs.params(), (cfg.pred_dim,)))
-        self.body = TabularTransformer(cfg.pred_dim, cfg.pred_layers, cfg.pred_heads,
-                                       cfg.pred_ff_dim, cfg.dropout, rngs=rngs)
+        self.body = TabularTransformer(
+            cfg.pred_dim, cfg.pred_layers, cfg.pred_heads, cfg.pred_ff_dim, cfg.dropout, rngs=rngs
+        )
         self.norm = nnx.LayerNorm(cfg.pred_dim, rngs=rngs)
         self.proj = nnx.Linear(cfg.pred_dim, out_dim, kernel_init=init, rngs=rngs)
         self.num_positions = num_positions
         self.pred_dim = cfg.pred_dim
 
-    def __call__(self, ctx: jax.Array, ctx_pos: jax.Array, ctx_valid: jax.Array,
-                 trgt_pos: jax.Array, trgt_valid: jax.Array,
-                 key: jax.Array | None = None) -> jax.Array:
+    def __call__(
+        self,
+        ctx: jax.Array,
+        ctx_pos: jax.Array,
+        ctx_valid: jax.Array,
+        trgt_pos: jax.Array,
+        trgt_valid: jax.Array,
+        key: jax.Array | None = None,
+    ) -> jax.Array:
         """ctx: [B, Nc, H] context tokens at positions ctx_pos [B, Nc] (validity [B, Nc]);
         trgt_pos: [P, B, Nt] target positions (validity [Nt]) -> predictions [P, B, Nt, out]."""
         p, b, nt = trgt_pos.shape
@@ -107,15 +140,20 @@ class Predictor(nnx.Module):
         x = self.embed(ctx) + table[ctx_pos]
         x = jnp.broadcast_to(x[None], (p, *x.shape)).reshape(p * b, *x.shape[1:])
         m = self.mask_token[...] + table[trgt_pos.reshape(p * b, nt)]
-        valid = jnp.concatenate([jnp.broadcast_to(ctx_valid[None], (p, b, ctx.shape[1]))
-                                 .reshape(p * b, -1),
-                                 jnp.broadcast_to(trgt_valid, (p * b, nt))], axis=1)
+        valid = jnp.concatenate(
+            [
+                jnp.broadcast_to(ctx_valid[None], (p, b, ctx.shape[1])).reshape(p * b, -1),
+                jnp.broadcast_to(trgt_valid, (p * b, nt)),
+            ],
+            axis=1,
+        )
         out = self.norm(self.body(jnp.concatenate([x, m], axis=1), valid=valid, key=key))
-        return self.proj(out[:, ctx.shape[1]:]).reshape(p, b, nt, -1)
+        return self.proj(out[:, ctx.shape[1] :]).reshape(p, b, nt, -1)
 
 
-def token_positions(ctx: jax.Array, ctx_valid: jax.Array, trgt: jax.Array, n_cls: int,
-                    mask_includes_reg: bool):
+def token_positions(
+    ctx: jax.Array, ctx_valid: jax.Array, trgt: jax.Array, n_cls: int, mask_includes_reg: bool
+):
     """Maps mask indices to token positions in the [REG..., features...] sequence.
 
     mask_includes_reg=True (the official behaviour): index i is token position i, so index 0 is
@@ -128,5 +166,8 @@ def token_positions(ctx: jax.Array, ctx_valid: jax.Array, trgt: jax.Array, n_cls
     if mask_includes_reg or n_cls == 0:
         return ctx, valid, trgt
     reg = jnp.broadcast_to(jnp.arange(n_cls), (b, n_cls))
-    return (jnp.concatenate([reg, ctx + n_cls], 1),
-            jnp.concatenate([jnp.ones((b, n_cls), bool), valid], 1), trgt + n_cls)
+    return (
+        jnp.concatenate([reg, ctx + n_cls], 1),
+        jnp.concatenate([jnp.ones((b, n_cls), bool), valid], 1),
+        trgt + n_cls,
+    )

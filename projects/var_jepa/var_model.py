@@ -3,11 +3,12 @@
 Reconstruction (not confirmed by the paper): the paper's exact model is not public; only the
 abstract's structure is (one ELBO; encoders as variational posteriors; the predictor as a learned
 conditional prior). Our instantiation, per feature token j with latent z_j in R^H:
-  q(z_j | x)             = N(mu_j, diag sigma_j^2)   from the encoder's output token (posterior head)
+  q(z_j | x)             = N(mu_j, diag sigma_j^2)   from the encoder's output token
   p(z_C)                 = N(0, I)                    standard normal prior for context latents
   p(z_T | z_C, pos_T)    = N(m_j, diag s_j^2)         the predictor, fed reparameterized z_C
-  p(x_j | z_j)                                        Gaussian NLL (numerical) or softmax CE (categorical)
-  -ELBO = NLL(x_C | z_C) + NLL(x_T | z_T) + KL(q(z_C) || N(0, I)) + beta * KL(q(z_T) || p(z_T | z_C))
+  p(x_j | z_j)                                        Gaussian NLL (numerical) / softmax CE
+  -ELBO = NLL(x_C | z_C) + NLL(x_T | z_T) + KL(q(z_C) || N(0, I))
+          + beta * KL(q(z_T) || p(z_T | z_C))
 Context posteriors see only the context features; target posteriors come from the same encoder on
 the full row (as I-JEPA's target encoder sees the whole input), gathered at the target positions.
 There is no [REG] token, no EMA and no stop-gradient by default.
@@ -43,8 +44,15 @@ class FeatureDecoder(nnx.Module):
     """p(x_j | z_j): one linear head per feature, numerical -> (mean, log sigma), categorical ->
     logits over its card_j levels (padded to the largest cardinality and masked)."""
 
-    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], dim: int, *,
-                 rngs: nnx.Rngs, init_log_noise: float = -2.0):
+    def __init__(
+        self,
+        n_num: int,
+        cat_cardinalities: Sequence[int],
+        dim: int,
+        *,
+        rngs: nnx.Rngs,
+        init_log_noise: float = -2.0,
+    ):
         d = n_num + len(cat_cardinalities)
         width = max([2, *cat_cardinalities])
         self.weight = nnx.Param(nnx.initializers.lecun_normal()(rngs.params(), (d, dim, width)))
@@ -60,18 +68,30 @@ class FeatureDecoder(nnx.Module):
     def nll(self, z: jax.Array, feature: jax.Array, x: jax.Array) -> jax.Array:
         """z: [..., N, H] latents of features `feature` [..., N] whose observed values are
         x [..., N] (numerical value, or category code as float) -> NLL [..., N]."""
-        out = jnp.einsum("...nh,...nhk->...nk", z, self.weight[...][feature]) + self.bias[...][feature]
+        out = (
+            jnp.einsum("...nh,...nhk->...nk", z, self.weight[...][feature])
+            + self.bias[...][feature]
+        )
         num = gaussian_nll(x, out[..., 0], out[..., 1])
         levels = jnp.asarray(self.levels)[feature]
         logits = jnp.where(jnp.arange(out.shape[-1]) < levels[..., None], out, -1e9)
         code = jnp.clip(x.astype(jnp.int32), 0, out.shape[-1] - 1)
-        cat = jax.nn.logsumexp(logits, -1) - jnp.take_along_axis(logits, code[..., None], -1)[..., 0]
+        cat = (
+            jax.nn.logsumexp(logits, -1) - jnp.take_along_axis(logits, code[..., None], -1)[..., 0]
+        )
         return jnp.where(jnp.asarray(self.is_cat)[feature], cat, num)
 
 
 class VarTJEPA(nnx.Module):
-    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], cfg: ModelConfig,
-                 var: VarConfig, *, rngs: nnx.Rngs):
+    def __init__(
+        self,
+        n_num: int,
+        cat_cardinalities: Sequence[int],
+        cfg: ModelConfig,
+        var: VarConfig,
+        *,
+        rngs: nnx.Rngs,
+    ):
         h = cfg.hidden_dim
         d = n_num + len(cat_cardinalities)
         self.encoder = Encoder(n_num, cat_cardinalities, cfg, n_cls=0, rngs=rngs)
@@ -104,5 +124,3 @@ def row_gather(x: jax.Array, idx: jax.Array) -> jax.Array:
     """x: [B, D, ...], idx: [..., B, N] (leading set axes allowed) -> [..., B, N, ...]."""
     rows = jnp.arange(x.shape[0])[:, None]  # broadcasts against the trailing [B, N] of idx
     return x[rows, idx]
-
-

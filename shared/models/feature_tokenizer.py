@@ -15,8 +15,15 @@ from flax import nnx
 
 
 class FeatureTokenizer(nnx.Module):
-    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], dim: int, *,
-                 rngs: nnx.Rngs, n_cls: int = 0):
+    def __init__(
+        self,
+        n_num: int,
+        cat_cardinalities: Sequence[int],
+        dim: int,
+        *,
+        rngs: nnx.Rngs,
+        n_cls: int = 0,
+    ):
         init = nnx.initializers.normal(1.0 / np.sqrt(dim))
         self.n_num, self.n_cat, self.n_cls = n_num, len(cat_cardinalities), n_cls
         self.num_weight = nnx.Param(init(rngs.params(), (n_num, dim)))
@@ -36,6 +43,9 @@ class FeatureTokenizer(nnx.Module):
         """x_num: [B, Dn] float, x_cat: [B, Dc] int -> tokens [B, n_cls + Dn + Dc, dim]."""
         b = x_num.shape[0]
         num = x_num[..., None] * self.num_weight[...] + self.num_bias[...]
-        cat = self.cat_embed[...][x_cat + jnp.asarray(self.cat_offsets, jnp.int32)] + self.cat_bias[...]
+        cat = (
+            self.cat_embed[...][x_cat + jnp.asarray(self.cat_offsets, jnp.int32)]
+            + self.cat_bias[...]
+        )
         cls = jnp.broadcast_to(self.cls[...], (b, *self.cls.shape))
         return jnp.concatenate([cls, num, cat], axis=1)

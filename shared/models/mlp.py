@@ -13,8 +13,16 @@ from shared.models.layers import dropout, split_key
 class MLP(nnx.Module):
     """in_dim -> hidden... -> out_dim, activation and dropout between layers (none at the end)."""
 
-    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, *, rngs: nnx.Rngs,
-                 activation: Callable[[jax.Array], jax.Array] = nnx.relu, dropout_rate: float = 0.0):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: Sequence[int],
+        out_dim: int,
+        *,
+        rngs: nnx.Rngs,
+        activation: Callable[[jax.Array], jax.Array] = nnx.relu,
+        dropout_rate: float = 0.0,
+    ):
         dims = [in_dim, *hidden, out_dim]
         self.layers = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims[:-1], dims[1:])])
         self.activation = activation

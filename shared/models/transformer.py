@@ -13,8 +13,14 @@ from shared.models.layers import dropout, split_key
 
 
 class MultiHeadAttention(nnx.Module):
-    def __init__(self, dim: int, num_heads: int, *, rngs: nnx.Rngs,
-                 attention_fn: AttentionFn = dot_product_attention):
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        *,
+        rngs: nnx.Rngs,
+        attention_fn: AttentionFn = dot_product_attention,
+    ):
         if dim % num_heads:
             raise ValueError(f"dim={dim} must be divisible by num_heads={num_heads}")
         self.num_heads = num_heads
@@ -25,7 +31,9 @@ class MultiHeadAttention(nnx.Module):
     def __call__(self, x: jax.Array, mask: jax.Array | None = None) -> jax.Array:
         """x: [B, S, D]; mask broadcastable to [B, N, S, S] -> [B, S, D]."""
         b, s, d = x.shape
-        q, k, v = jnp.split(self.qkv(x).reshape(b, s, 3 * self.num_heads, d // self.num_heads), 3, 2)
+        q, k, v = jnp.split(
+            self.qkv(x).reshape(b, s, 3 * self.num_heads, d // self.num_heads), 3, 2
+        )
         return self.out(self.attention_fn(q, k, v, mask).reshape(b, s, d))
 
 
@@ -36,10 +44,18 @@ class EncoderBlock(nnx.Module):
     block of `torch.nn.TransformerEncoderLayer`'s default, which T-JEPA uses.
     """
 
-    def __init__(self, dim: int, num_heads: int, ff_dim: int, *, rngs: nnx.Rngs,
-                 dropout_rate: float = 0.0, norm_first: bool = True,
-                 activation: Callable[[jax.Array], jax.Array] = nnx.gelu,
-                 attention_fn: AttentionFn = dot_product_attention):
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        rngs: nnx.Rngs,
+        dropout_rate: float = 0.0,
+        norm_first: bool = True,
+        activation: Callable[[jax.Array], jax.Array] = nnx.gelu,
+        attention_fn: AttentionFn = dot_product_attention,
+    ):
         self.attn = MultiHeadAttention(dim, num_heads, rngs=rngs, attention_fn=attention_fn)
         self.ff1 = nnx.Linear(dim, ff_dim, rngs=rngs)
         self.ff2 = nnx.Linear(ff_dim, dim, rngs=rngs)
@@ -51,11 +67,15 @@ class EncoderBlock(nnx.Module):
 
     def _ff(self, x: jax.Array, key: jax.Array | None) -> jax.Array:
         k1, k2 = split_key(key, 2)
-        return dropout(self.ff2(dropout(self.activation(self.ff1(x)), self.dropout_rate, k1)),
-                       self.dropout_rate, k2)
+        return dropout(
+            self.ff2(dropout(self.activation(self.ff1(x)), self.dropout_rate, k1)),
+            self.dropout_rate,
+            k2,
+        )
 
-    def __call__(self, x: jax.Array, *, valid: jax.Array | None = None,
-                 key: jax.Array | None = None) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
+    ) -> jax.Array:
         """x: [B, S, D]; valid: [B, S] bool marks real (non-padding) tokens."""
         mask = None if valid is None else key_padding_mask(valid)
         k1, k2 = split_key(key, 2)
@@ -69,13 +89,26 @@ class EncoderBlock(nnx.Module):
 class TransformerEncoder(nnx.Module):
     """A stack of `EncoderBlock`s (no final norm: callers add the head they need)."""
 
-    def __init__(self, num_layers: int, dim: int, num_heads: int, ff_dim: int, *,
-                 rngs: nnx.Rngs, **block_kwargs):
-        self.blocks = nnx.List([EncoderBlock(dim, num_heads, ff_dim, rngs=rngs, **block_kwargs)
-                                for _ in range(num_layers)])
+    def __init__(
+        self,
+        num_layers: int,
+        dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        rngs: nnx.Rngs,
+        **block_kwargs,
+    ):
+        self.blocks = nnx.List(
+            [
+                EncoderBlock(dim, num_heads, ff_dim, rngs=rngs, **block_kwargs)
+                for _ in range(num_layers)
+            ]
+        )
 
-    def __call__(self, x: jax.Array, *, valid: jax.Array | None = None,
-                 key: jax.Array | None = None) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
+    ) -> jax.Array:
         for block, k in zip(self.blocks, split_key(key, len(self.blocks))):
             x = block(x, valid=valid, key=k)
         return x

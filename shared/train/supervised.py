@@ -29,17 +29,30 @@ class HeadConfig:
     patience: int = 10  # epochs without validation improvement before stopping
 
 
-def fit_head(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray,
-             *, num_outputs: int, regression: bool, cfg: HeadConfig, seed: int,
-             ) -> Callable[[np.ndarray], np.ndarray]:
+def fit_head(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_val: np.ndarray,
+    y_val: np.ndarray,
+    *,
+    num_outputs: int,
+    regression: bool,
+    cfg: HeadConfig,
+    seed: int,
+) -> Callable[[np.ndarray], np.ndarray]:
     """Trains on (x_train, y_train) [N, F]; returns predict(x) -> logits [N, C] or values [N].
 
     Classification minimizes softmax cross-entropy and selects by validation accuracy;
     regression minimizes squared error on (standardized) targets and selects by validation MSE.
     """
     key_init, key_data, key_drop = jax.random.split(jax.random.key(seed), 3)
-    model = MLP(x_train.shape[1], cfg.hidden, num_outputs, rngs=nnx.Rngs(params=key_init),
-                dropout_rate=cfg.dropout)
+    model = MLP(
+        x_train.shape[1],
+        cfg.hidden,
+        num_outputs,
+        rngs=nnx.Rngs(params=key_init),
+        dropout_rate=cfg.dropout,
+    )
     graphdef, params = nnx.split(model)
     tx = optax.adamw(cfg.lr, weight_decay=cfg.weight_decay)
     opt = tx.init(params)
@@ -97,7 +110,11 @@ def fit_head(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val:
     return predict
 
 
-def one_hot_features(x_num: np.ndarray, x_cat: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray:
+def one_hot_features(
+    x_num: np.ndarray, x_cat: np.ndarray, cardinalities: Sequence[int]
+) -> np.ndarray:
     """Raw-feature design matrix: numerical columns, then one-hot categorical columns."""
-    parts = [x_num] + [np.eye(c, dtype=np.float32)[x_cat[:, j]] for j, c in enumerate(cardinalities)]
+    parts = [x_num] + [
+        np.eye(c, dtype=np.float32)[x_cat[:, j]] for j, c in enumerate(cardinalities)
+    ]
     return np.concatenate(parts, axis=1).astype(np.float32)

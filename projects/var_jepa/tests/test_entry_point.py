@@ -13,13 +13,25 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 RUN = [sys.executable, str(ROOT / "launch" / "run.py"), "projects/var_jepa", "--config", "smoke"]
 # Long enough to be killed mid-way, short enough to finish quickly.
-LONG = ["--set", "pretrain.steps=60", "--set", "pretrain.checkpoint_every=10",
-        "--set", "methods=('tjepa', 'var_tjepa')"]
+LONG = [
+    "--set",
+    "pretrain.steps=60",
+    "--set",
+    "pretrain.checkpoint_every=10",
+    "--set",
+    "methods=('tjepa', 'var_tjepa')",
+]
 
 
 def launch(*args, workdir, **kw):
-    return subprocess.Popen([*RUN, *args, "--workdir", str(workdir)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [*RUN, *args, "--workdir", str(workdir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
 def finish(proc, timeout=600):
@@ -50,8 +62,15 @@ def test_smoke_run_writes_the_run_directory(tmp_path):
     code, out = finish(launch(workdir=tmp_path))
     assert code == 0, out
     metrics = json.loads((tmp_path / "results.json").read_text())
-    for key in ("raw_mlp/acc", "raw_gbdt/acc", "tjepa_linear/acc", "tjepa_mlp/f1",
-                "var_tjepa_mlp/acc", "var_tjepa/sigma_ratio", "tjepa/eff_rank"):
+    for key in (
+        "raw_mlp/acc",
+        "raw_gbdt/acc",
+        "tjepa_linear/acc",
+        "tjepa_mlp/f1",
+        "var_tjepa_mlp/acc",
+        "var_tjepa/sigma_ratio",
+        "tjepa/eff_rank",
+    ):
         assert 0 <= metrics[key] < 100, key
     assert "| tjepa_linear |" in out  # the printed results table
     for f in ("config.json", "run.json", "metrics.jsonl", "sigma_per_feature.png"):
@@ -75,37 +94,56 @@ def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path, unbroken):
 
 
 def test_sigterm_checkpoints_and_exits_zero(tmp_path):
-    proc = launch("--set", "pretrain.steps=100000", "--set", "methods=('tjepa',)",
-                  "--set", "pretrain.checkpoint_every=5", workdir=tmp_path)
+    proc = launch(
+        "--set",
+        "pretrain.steps=100000",
+        "--set",
+        "methods=('tjepa',)",
+        "--set",
+        "pretrain.checkpoint_every=5",
+        workdir=tmp_path,
+    )
     wait_for(tmp_path / "checkpoints" / "tjepa" / "5" / "commit_success.txt", proc)
     proc.send_signal(signal.SIGTERM)
     code, out = finish(proc, timeout=120)
     assert code == 0, out
     assert "preempted" in out
-    steps = [int(p.name) for p in (tmp_path / "checkpoints" / "tjepa").iterdir() if p.name.isdigit()]
+    steps = [
+        int(p.name) for p in (tmp_path / "checkpoints" / "tjepa").iterdir() if p.name.isdigit()
+    ]
     assert max(steps) > 5
 
 
 def test_nan_loss_stops_with_the_step(tmp_path):
-    code, out = finish(launch("--set", "pretrain.lr=inf", "--set", "methods=('tjepa',)",
-                              workdir=tmp_path))
+    code, out = finish(
+        launch("--set", "pretrain.lr=inf", "--set", "methods=('tjepa',)", workdir=tmp_path)
+    )
     assert code != 0
     assert "NonFiniteLossError" in out and "at step" in out
 
 
 def test_missing_data_directory_fails_clearly(tmp_path):
-    code, out = finish(launch("--set", "data.name='csv:jannis'", "--set",
-                              f"data.data_dir='{tmp_path / 'nowhere'}'", workdir=tmp_path))
+    code, out = finish(
+        launch(
+            "--set",
+            "data.name='csv:jannis'",
+            "--set",
+            f"data.data_dir='{tmp_path / 'nowhere'}'",
+            workdir=tmp_path,
+        )
+    )
     assert code != 0 and "no jannis.csv or jannis.parquet" in out
 
 
 def test_bad_config_and_project_fail_with_the_choices(tmp_path):
     code, out = finish(launch("--set", "model.hidden=3", workdir=tmp_path))
     assert code == 2 and "unknown config key 'model.hidden'" in out and "hidden_dim" in out
-    out = subprocess.run([sys.executable, str(ROOT / "launch" / "run.py"), "projects/nope"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "launch" / "run.py"), "projects/nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode != 0 and "projects/var_jepa" in out.stderr
     out = subprocess.run([*RUN[:3], "--config", "huge"], cwd=ROOT, capture_output=True, text=True)
     assert "smoke, cpu, paper" in out.stderr
-
-

@@ -53,8 +53,9 @@ def test_mask_index_zero_is_the_reg_token_in_faithful_mode():
 
 
 def test_impossible_shares_fail_clearly():
-    bad = masks.MaskConfig(min_ctx_share=0.6, min_trgt_share=0.6, max_ctx_share=0.7,
-                           max_trgt_share=0.7)
+    bad = masks.MaskConfig(
+        min_ctx_share=0.6, min_trgt_share=0.6, max_ctx_share=0.7, max_trgt_share=0.7
+    )
     with pytest.raises(ValueError, match="admit no sizes"):
         masks.size_ranges(10, bad)
     with pytest.raises(ValueError, match="min_"):

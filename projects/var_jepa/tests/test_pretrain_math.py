@@ -17,8 +17,11 @@ def test_ema_update_and_linear_momentum_schedule():
     assert float(pretrain.ema_momentum(33, 100, 0.996, 1.0)) == pytest.approx(0.996 + 0.004 / 3)
     target, online = {"w": jnp.array([1.0, 2.0])}, {"w": jnp.array([3.0, -2.0])}
     m = 0.9
-    np.testing.assert_allclose(pretrain.ema_update(target, online, m)["w"],
-                               m * target["w"] + (1 - m) * online["w"], rtol=1e-6)
+    np.testing.assert_allclose(
+        pretrain.ema_update(target, online, m)["w"],
+        m * target["w"] + (1 - m) * online["w"],
+        rtol=1e-6,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +43,17 @@ def test_probe_input_sizes(small_data):
 
 
 def test_var_elbo_decreases(small_data):
-    model = ModelConfig(hidden_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout=0.0,
-                        pred_dim=8, pred_layers=1, pred_heads=2, pred_ff_dim=16)
+    model = ModelConfig(
+        hidden_dim=8,
+        num_layers=1,
+        num_heads=2,
+        ff_dim=16,
+        dropout=0.0,
+        pred_dim=8,
+        pred_layers=1,
+        pred_heads=2,
+        pred_ff_dim=16,
+    )
     cfg = dataclasses.replace(SMOKE.pretrain, steps=60, lr=3e-3, warmup_steps=5, log_every=10)
     losses = []
     orig = pretrain.train_loop
