@@ -1,5 +1,6 @@
 """The tables this project reproduces (`python launch/reproduce.py projects/var_jepa`)."""
 
+from projects.var_jepa.figures import collapse_monitor
 from shared.tables import Column, Row, Section, Table
 
 DATASETS = (
@@ -95,3 +96,6 @@ DIAGNOSTICS = Table(
 )
 
 TABLES = {t.name: t for t in (MAIN, DIAGNOSTICS)}
+
+# Figures drawn from the runs' metrics.jsonl after a table is written.
+FIGURES = {"diagnostics": collapse_monitor}
