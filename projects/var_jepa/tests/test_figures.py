@@ -11,10 +11,12 @@ def test_collapse_monitor_reads_every_row_and_seed(tmp_path):
     workdirs = {}
     for row in table.rows:
         for seed in table.seeds:
-            d = tmp_path / f"{row.prefix}{len(workdirs)}"
-            d.mkdir()
+            # rows with equal overrides share one run directory, as in the real table
+            key = (overrides_for(row, column), seed)
+            d = workdirs.setdefault(key, tmp_path / f"run{len(workdirs)}")
+            d.mkdir(exist_ok=True)
             lines = [{"phase": row.prefix, "step": s, "target_emb_var": 1.0 / s} for s in (50, 100)]
-            d.joinpath("metrics.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
-            workdirs[(overrides_for(row, column), seed)] = d
+            with open(d / "metrics.jsonl", "a") as f:
+                f.write("\n".join(map(json.dumps, lines)) + "\n")
     (path,) = collapse_monitor(table, workdirs, tmp_path / "out")
     assert path.exists() and path.stat().st_size > 1000
