@@ -17,7 +17,7 @@ import time
 import jax
 import numpy as np
 
-from projects.var_jepa import masks, pretrain
+from projects.var_jepa import experiment, masks, pretrain
 from projects.var_jepa.tjepa_model import ModelConfig
 from shared.data.tabular import TabularData
 
@@ -37,21 +37,7 @@ CONFIGS = {
         ),
         256,
     ),
-    "jannis": (
-        54,
-        ModelConfig(
-            hidden_dim=64,
-            num_layers=16,
-            num_heads=2,
-            ff_dim=64,
-            dropout=0.002,
-            pred_dim=16,
-            pred_layers=16,
-            pred_heads=4,
-            pred_ff_dim=256,
-        ),
-        512,
-    ),
+    "jannis": (54, experiment.CONFIGS["paper"].model, 512),
 }
 
 

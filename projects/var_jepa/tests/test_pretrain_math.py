@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from projects.var_jepa import experiment, pretrain
-from projects.var_jepa.tjepa_model import ModelConfig
 from shared.data import tabular
 
 SMOKE = experiment.CONFIGS["smoke"]
@@ -43,17 +42,7 @@ def test_probe_input_sizes(small_data):
 
 
 def test_var_elbo_decreases(small_data):
-    model = ModelConfig(
-        hidden_dim=8,
-        num_layers=1,
-        num_heads=2,
-        ff_dim=16,
-        dropout=0.0,
-        pred_dim=8,
-        pred_layers=1,
-        pred_heads=2,
-        pred_ff_dim=16,
-    )
+    model = SMOKE.model
     cfg = dataclasses.replace(SMOKE.pretrain, steps=60, lr=3e-3, warmup_steps=5, log_every=10)
     losses = []
     orig = pretrain.train_loop
