@@ -28,9 +28,8 @@ from shared.train import Checkpointer, adamw_no_decay_on_vectors, train_loop, wa
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
-    steps: int = (
-        1500  # optimizer steps (the official code counts epochs; steps = epochs * rows / batch)
-    )
+    # optimizer steps (the official code counts epochs: steps = epochs * rows / batch)
+    steps: int = 1500
     batch_size: int = 256
     lr: float = 1e-3  # T-JEPA jannis: 3.66e-4
     warmup_steps: int = 100
