@@ -103,18 +103,17 @@ def reproduce(project: str, table_name: str | None, dry_run: bool, shard: tuple[
         if count > 1:
             print(f"shard {index}/{count} done; run without --shard to write the table")
             continue
-        write(project, table, measured, results)
+        write(project, table, measured, workdirs, results)
         figure = getattr(tables_module, "FIGURES", {}).get(name)
         if figure is not None:  # (table, run directories, results dir) -> written paths
             for path in figure(table, workdirs, registry.ROOT / "projects" / project / "results"):
-                print(f"wrote {path}")
+                print(f"wrote {path.relative_to(registry.ROOT)}")
 
 
-def write(project: str, table, measured: dict, results) -> None:
-    from shared.tables import overrides_for
+def write(project: str, table, measured: dict, workdirs: dict, results) -> None:
+    from shared.tables import compare_rows, overrides_for
 
     rows = [r.label for r in table.rows]
-    paper = dict(table.paper)
     texts, data = [f"# {table.title}", ""], {"title": table.title, "sections": []}
     for sec in table.sections:
         cells = {}
@@ -128,20 +127,28 @@ def write(project: str, table, measured: dict, results) -> None:
             rows=rows,
             columns=[c.label for c in sec.columns],
             cells=cells,
-            paper=paper,
+            paper=dict(sec.paper),
             digits=sec.digits,
         )
         texts += [md, ""]
+        verdicts = [compare_rows(a, b, sec.columns, cells) for a, b in table.compare]
+        if verdicts:
+            texts += ["\n".join(verdicts), ""]
+            js["comparisons"] = verdicts
         data["sections"].append(js)
     seeds = ", ".join(map(str, table.seeds))
-    foot = results.footer(f"config `{table.config}`, seeds {seeds}")
+    info = [json.loads((w / "run.json").read_text()) for w in workdirs.values()]
+    revisions = sorted({i.get("git_revision", "?") for i in info})
+    foot = results.footer(
+        f"config `{table.config}`, seeds {seeds}; runs at revision {', '.join(revisions)}"
+    )
     texts += [*table.notes, "", foot]
     data["footer"] = foot
     out = registry.ROOT / "projects" / project / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{table.name}.md").write_text("\n".join(texts).rstrip() + "\n")
     results.write_json(out / f"{table.name}.json", data)
-    print(f"wrote {out / (table.name + '.md')}")
+    print(f"wrote {(out / (table.name + '.md')).relative_to(registry.ROOT)}")
 
 
 def main(argv: list[str] | None = None) -> int:

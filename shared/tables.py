@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -23,6 +25,7 @@ class Column:
     label: str
     metric: str  # metric name after the prefix, e.g. "acc"
     overrides: tuple[tuple[str, Any], ...] = ()
+    higher_is_better: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +33,9 @@ class Section:
     title: str
     columns: tuple[Column, ...]
     digits: int = 3
+    # the paper's (or the baseline paper's) numbers for this section's metric:
+    # (row label, column label) -> value
+    paper: tuple[tuple[tuple[str, str], float], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +46,8 @@ class Table:
     seeds: tuple[int, ...]
     rows: tuple[Row, ...]
     sections: tuple[Section, ...]
-    # the paper's (or the baseline paper's) numbers: (row label, column label) -> value
-    paper: tuple[tuple[tuple[str, str], float], ...] = ()
+    # row pairs (a, b) whose comparison per column is written under each section
+    compare: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
 
     def runs(self) -> list[tuple[tuple[str, ...], int]]:
@@ -62,3 +68,24 @@ def overrides_for(row: Row, column: Column) -> tuple[str, ...]:
     merged = dict(row.overrides)
     merged.update(dict(column.overrides))
     return tuple(f"{k}={v!r}" for k, v in sorted(merged.items()))
+
+
+def compare_rows(
+    a: str,
+    b: str,
+    columns: tuple[Column, ...],
+    cells: dict[tuple[str, str], list[float]],
+) -> str:
+    """One sentence: the columns where row a beats row b by more than the larger of the two
+    seed standard deviations, where it loses by that much, and where they are within it."""
+    verdict: dict[str, list[str]] = {"better": [], "worse": [], "within one std": []}
+    for c in columns:
+        va, vb = cells.get((a, c.label), []), cells.get((b, c.label), [])
+        if len(va) < 2 or len(vb) < 2:
+            continue
+        diff = float(np.mean(va) - np.mean(vb)) * (1 if c.higher_is_better else -1)
+        tol = max(float(np.std(va, ddof=1)), float(np.std(vb, ddof=1)))
+        key = "better" if diff > tol else "worse" if diff < -tol else "within one std"
+        verdict[key].append(c.label)
+    parts = [f"{k} on {', '.join(v)}" for k, v in verdict.items() if v]
+    return f"{a} vs {b}: " + ("; ".join(parts) if parts else "nothing to compare") + "."

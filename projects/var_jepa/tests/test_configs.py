@@ -23,9 +23,11 @@ def test_every_table_run_builds_a_valid_config(table):
         cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
         assert cfg.seed == seed
     labels = {r.label for r in table.rows}
-    cols = {c.label for s in table.sections for c in s.columns}
-    for (row, col), _ in table.paper:
-        assert row in labels and col in cols
+    for sec in table.sections:
+        for (row, col), _ in sec.paper:
+            assert row in labels and col in {c.label for c in sec.columns}
+    for a, b in table.compare:
+        assert a in labels and b in labels
 
 
 def test_invalid_combinations_are_rejected():

@@ -1,0 +1,34 @@
+from shared.tables import Column, Row, Section, Table, compare_rows, overrides_for
+
+
+def test_compare_rows_respects_direction_and_spread():
+    cols = (
+        Column("acc", "acc"),
+        Column("rmse", "rmse", higher_is_better=False),
+        Column("f1", "f1"),
+    )
+    cells = {
+        ("a", "acc"): [0.90, 0.91, 0.92],
+        ("b", "acc"): [0.80, 0.81, 0.82],  # a better by 0.1 >> std 0.01
+        ("a", "rmse"): [2.0, 2.1, 2.2],
+        ("b", "rmse"): [1.0, 1.1, 1.2],  # a's error is larger: worse
+        ("a", "f1"): [0.5, 0.7, 0.9],
+        ("b", "f1"): [0.6, 0.6, 0.6],  # difference 0.1 inside std 0.2
+    }
+    assert compare_rows("a", "b", cols, cells) == (
+        "a vs b: better on acc; worse on rmse; within one std on f1."
+    )
+    assert compare_rows("a", "b", cols, {}) == "a vs b: nothing to compare."
+
+
+def test_rows_sharing_overrides_share_runs():
+    table = Table(
+        name="t",
+        title="t",
+        config="cpu",
+        seeds=(0, 1),
+        rows=(Row("x", "x"), Row("y", "y"), Row("z", "z", (("k", 1),))),
+        sections=(Section("s", (Column("c", "m", (("d", "a"),)),)),),
+    )
+    assert len(table.runs()) == 4  # (x and y share) + z, per seed
+    assert overrides_for(table.rows[2], table.sections[0].columns[0]) == ("d='a'", "k=1")
