@@ -38,7 +38,16 @@ def git_revision() -> str:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # generated tables and figures are outputs, not code: they do not make it dirty
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!projects/*/results",
+            ],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
