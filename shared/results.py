@@ -46,7 +46,7 @@ def git_revision() -> str:
                 "--untracked-files=no",
                 "--",
                 ".",
-                ":!projects/*/results",
+                ":!projects/*/results/*",
             ],
             cwd=REPO_ROOT,
             capture_output=True,
