@@ -1,6 +1,6 @@
 """The tables this project reproduces (`python launch/reproduce.py projects/var_jepa`)."""
 
-from projects.var_jepa.figures import collapse_monitor
+from projects.var_jepa.figures import diagnostics
 from shared.tables import Column, Row, Section, Table
 
 DATASETS = (
@@ -106,4 +106,4 @@ DIAGNOSTICS = Table(
 TABLES = {t.name: t for t in (MAIN, DIAGNOSTICS)}
 
 # Figures drawn from the runs' metrics.jsonl after a table is written.
-FIGURES = {"diagnostics": collapse_monitor}
+FIGURES = {"diagnostics": diagnostics}
