@@ -77,7 +77,7 @@ class Config:
         self.validate()
 
 
-_TINY_HEAD = dict(max_epochs=3, patience=2, batch_size=64)
+_TINY_HEAD = dict(max_rounds=3, patience=2, batch_size=64)
 
 CONFIGS: dict[str, Config] = {
     # Seconds: a tiny model on the synthetic table, every code path exercised.

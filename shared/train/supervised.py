@@ -25,8 +25,11 @@ class HeadConfig:
     weight_decay: float = 2e-5
     dropout: float = 0.0
     batch_size: int = 256
-    max_epochs: int = 100
-    patience: int = 10  # epochs without validation improvement before stopping
+    max_rounds: int = 100
+    patience: int = 10  # validation rounds without improvement before stopping
+    # A validation round is one epoch, or more passes when an epoch has fewer steps than this: a
+    # 400-row split is one batch, and 100 single-step rounds leave even a linear head unfit.
+    min_steps_per_round: int = 50
 
 
 def fit_head(
@@ -43,7 +46,8 @@ def fit_head(
     """Trains on (x_train, y_train) [N, F]; returns predict(x) -> logits [N, C] or values [N].
 
     Classification minimizes softmax cross-entropy and selects by validation accuracy;
-    regression minimizes squared error on (standardized) targets and selects by validation MSE.
+    regression minimizes squared error on targets standardized with the training split's mean
+    and std (predictions are returned on the original scale) and selects by validation MSE.
     """
     key_init, key_data, key_drop = jax.random.split(jax.random.key(seed), 3)
     model = MLP(
@@ -58,7 +62,16 @@ def fit_head(
     opt = tx.init(params)
     bs = min(cfg.batch_size, len(x_train))
     n_batches = len(x_train) // bs
-    xt, yt = jnp.asarray(x_train, jnp.float32), jnp.asarray(y_train)
+    passes = -(-cfg.min_steps_per_round // n_batches)  # ceil: whole epochs per validation round
+    # Unscaled targets (diabetes: mean 152, std 77) would leave the output bias far from the mean
+    # within the epochs a probe gets at lr 1e-3.
+    y_mean, y_std = (
+        (float(np.mean(y_train)), float(np.std(y_train)) or 1.0) if regression else (0.0, 1.0)
+    )
+    xt = jnp.asarray(x_train, jnp.float32)
+    yt = (
+        jnp.asarray((y_train - y_mean) / y_std, jnp.float32) if regression else jnp.asarray(y_train)
+    )
 
     def forward(p, x, key=None):
         out = nnx.merge(graphdef, p)(x, key=key)
@@ -71,13 +84,18 @@ def fit_head(
         return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(out, y))
 
     @jax.jit
-    def epoch(params, opt, epoch_i):
-        perm = jax.random.permutation(jax.random.fold_in(key_data, epoch_i), len(xt))
-        idx = perm[: n_batches * bs].reshape(n_batches, bs)
+    def run_round(params, opt, round_i):
+        key_round = jax.random.fold_in(key_data, round_i)
+        idx = jnp.concatenate(
+            [
+                jax.random.permutation(jax.random.fold_in(key_round, k), len(xt))[: n_batches * bs]
+                for k in range(passes)
+            ]
+        ).reshape(passes * n_batches, bs)
 
         def body(carry, batch_idx):
             p, o, i = carry
-            key = jax.random.fold_in(jax.random.fold_in(key_drop, epoch_i), i)
+            key = jax.random.fold_in(jax.random.fold_in(key_drop, round_i), i)
             g = jax.grad(loss_fn)(p, xt[batch_idx], yt[batch_idx], key)
             u, o = tx.update(g, o, p)
             return (optax.apply_updates(p, u), o, i + 1), None
@@ -90,12 +108,12 @@ def fit_head(
     def score(p) -> float:
         out = np.asarray(predict_jit(p, jnp.asarray(x_val, jnp.float32)))
         if regression:
-            return -float(np.mean((out - y_val) ** 2))
+            return -float(np.mean((out * y_std + y_mean - y_val) ** 2))
         return float(np.mean(out.argmax(1) == y_val))
 
     best, best_params, since = -np.inf, params, 0
-    for e in range(cfg.max_epochs):
-        params, opt = epoch(params, opt, e)
+    for r in range(cfg.max_rounds):
+        params, opt = run_round(params, opt, r)
         s = score(params)
         if s > best:
             best, best_params, since = s, params, 0
@@ -105,7 +123,8 @@ def fit_head(
                 break
 
     def predict(x: np.ndarray) -> np.ndarray:
-        return np.asarray(predict_jit(best_params, jnp.asarray(x, jnp.float32)))
+        out = np.asarray(predict_jit(best_params, jnp.asarray(x, jnp.float32)))
+        return out * y_std + y_mean if regression else out
 
     return predict
 
