@@ -62,7 +62,7 @@ def fit_head(
     opt = tx.init(params)
     bs = min(cfg.batch_size, len(x_train))
     n_batches = len(x_train) // bs
-    passes = -(-cfg.min_steps_per_round // n_batches)  # ceil: whole epochs per validation round
+    passes = max(1, -(-cfg.min_steps_per_round // n_batches))  # whole epochs per round (ceil)
     # Unscaled targets (diabetes: mean 152, std 77) would leave the output bias far from the mean
     # within the epochs a probe gets at lr 1e-3.
     y_mean, y_std = (
