@@ -1,10 +1,7 @@
 import numpy as np
 
+from shared.metrics.regression import rmse
 from shared.train.supervised import HeadConfig, fit_head
-
-
-def _rmse(a, b):
-    return float(np.sqrt(np.mean((a - b) ** 2)))
 
 
 def test_linear_regression_head_matches_least_squares_on_unscaled_targets():
@@ -19,8 +16,8 @@ def test_linear_regression_head_matches_least_squares_on_unscaled_targets():
     )
     design = np.c_[x, np.ones(len(x))]
     coef = np.linalg.lstsq(design[tr], y[tr], rcond=None)[0]
-    ols = _rmse(design[te] @ coef, y[te])
-    ours = _rmse(predict(x[te]), y[te])
+    ols = rmse(y[te], design[te] @ coef)
+    ours = rmse(y[te], predict(x[te]))
     assert ols < 6 and ours < 1.1 * ols, (ours, ols)
 
 

@@ -65,13 +65,12 @@ def fit_head(
     passes = max(1, -(-cfg.min_steps_per_round // n_batches))  # whole epochs per round (ceil)
     # Unscaled targets (diabetes: mean 152, std 77) would leave the output bias far from the mean
     # within the epochs a probe gets at lr 1e-3.
-    y_mean, y_std = (
-        (float(np.mean(y_train)), float(np.std(y_train)) or 1.0) if regression else (0.0, 1.0)
-    )
+    if regression:
+        y_mean, y_std = float(np.mean(y_train)), float(np.std(y_train)) or 1.0
+        yt = jnp.asarray((y_train - y_mean) / y_std, jnp.float32)
+    else:
+        y_mean, y_std, yt = 0.0, 1.0, jnp.asarray(y_train)
     xt = jnp.asarray(x_train, jnp.float32)
-    yt = (
-        jnp.asarray((y_train - y_mean) / y_std, jnp.float32) if regression else jnp.asarray(y_train)
-    )
 
     def forward(p, x, key=None):
         out = nnx.merge(graphdef, p)(x, key=key)
@@ -105,10 +104,14 @@ def fit_head(
 
     predict_jit = jax.jit(forward)
 
+    def outputs(p, x: np.ndarray) -> np.ndarray:
+        out = np.asarray(predict_jit(p, jnp.asarray(x, jnp.float32)))
+        return out * y_std + y_mean if regression else out  # targets' original scale
+
     def score(p) -> float:
-        out = np.asarray(predict_jit(p, jnp.asarray(x_val, jnp.float32)))
+        out = outputs(p, x_val)
         if regression:
-            return -float(np.mean((out * y_std + y_mean - y_val) ** 2))
+            return -float(np.mean((out - y_val) ** 2))
         return float(np.mean(out.argmax(1) == y_val))
 
     best, best_params, since = -np.inf, params, 0
@@ -122,11 +125,7 @@ def fit_head(
             if since >= cfg.patience:
                 break
 
-    def predict(x: np.ndarray) -> np.ndarray:
-        out = np.asarray(predict_jit(best_params, jnp.asarray(x, jnp.float32)))
-        return out * y_std + y_mean if regression else out
-
-    return predict
+    return lambda x: outputs(best_params, x)
 
 
 def one_hot_features(
