@@ -58,7 +58,9 @@ def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]]):
     `[(r".*mlp.*kernel", P(None, "model"))]`."""
 
     def place(path, leaf):
-        name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+        # NNX Variables add a trailing `.value` attribute key: it is not part of the name.
+        keys = [k for k in path if getattr(k, "name", None) != "value"]
+        name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in keys)
         spec = next((s for pattern, s in rules if re.fullmatch(pattern, name)), P())
         return jax.device_put(leaf, NamedSharding(mesh, spec))
 
