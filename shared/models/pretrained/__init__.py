@@ -1,0 +1,1 @@
+"""Loaders of the pretrained models that ship inside PyPI packages (SmolLM2-135M, MiniLM-L6)."""
