@@ -55,12 +55,13 @@ class EncoderBlock(nnx.Module):
         norm_first: bool = True,
         activation: Callable[[jax.Array], jax.Array] = nnx.gelu,
         attention_fn: AttentionFn = dot_product_attention,
+        norm_eps: float = 1e-6,  # nnx.LayerNorm's default; BERT checkpoints use 1e-12
     ):
         self.attn = MultiHeadAttention(dim, num_heads, rngs=rngs, attention_fn=attention_fn)
         self.ff1 = nnx.Linear(dim, ff_dim, rngs=rngs)
         self.ff2 = nnx.Linear(ff_dim, dim, rngs=rngs)
-        self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
-        self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
+        self.norm1 = nnx.LayerNorm(dim, epsilon=norm_eps, rngs=rngs)
+        self.norm2 = nnx.LayerNorm(dim, epsilon=norm_eps, rngs=rngs)
         self.dropout_rate = dropout_rate
         self.norm_first = norm_first
         self.activation = activation
