@@ -56,8 +56,10 @@ def config_from_gguf(reader) -> LlamaConfig:
         num_kv_heads=int(m("attention.head_count_kv")),
         ffn_dim=int(m("feed_forward_length")),
         rope_base=float(m("rope.freq_base")),
-        # stored as float32 in the file: 9.99999975e-06
-        norm_eps=float(np.float32(m("attention.layer_norm_rms_epsilon"))),
+        # Stored as float32 (9.99999975e-06): the shortest decimal that rounds to it is 1e-05.
+        norm_eps=float(
+            np.format_float_positional(np.float32(m("attention.layer_norm_rms_epsilon")))
+        ),
         max_seq_len=int(m("context_length")),
     )
     return cfg
