@@ -46,6 +46,7 @@ def test_rms_norm_closed_form():
 
 def test_rope_scores_depend_only_on_relative_position():
     q, k = jax.random.normal(jax.random.key(0), (2, 1, 1, 1, 16))
+
     def score(m, n):  # noqa: E306
         cq, sq = rope_angles(jnp.array([[m]]), 16, 10000.0)
         ck, sk = rope_angles(jnp.array([[n]]), 16, 10000.0)
