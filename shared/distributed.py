@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -52,17 +53,37 @@ def batch_sharded(mesh: Mesh, axis: str = "data") -> NamedSharding:
     return NamedSharding(mesh, P(axis))
 
 
-def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]]):
+def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]], *, uneven: str = "error"):
     """Places every leaf of `tree` with the PartitionSpec of the first rule whose regex matches
     its '/'-joined path; unmatched leaves are replicated. Rules name mesh axes, e.g.
-    `[(r".*mlp.*kernel", P(None, "model"))]`."""
+    `[(r".*mlp.*kernel", P(None, "model"))]`.
+
+    A dimension that its mesh axes do not divide (e.g. LLaMA-1B's FFN width 5461 over 4
+    devices) raises with `uneven="error"`; with `uneven="replicate"` that dimension is kept
+    whole on every device and a warning names the parameter."""
+    if uneven not in ("error", "replicate"):
+        raise ValueError(f"uneven={uneven!r}: choose 'error' or 'replicate'")
+
+    def fit(name: str, shape: tuple[int, ...], spec: P) -> P:
+        entries = list(spec) + [None] * (len(shape) - len(spec))
+        for dim, axes in enumerate(entries):
+            size = int(np.prod([mesh.shape[a] for a in np.atleast_1d(axes)])) if axes else 1
+            if shape[dim] % size:
+                msg = f"{name}: dimension {dim} of shape {shape} is not divisible by {axes}={size}"
+                if uneven == "error":
+                    raise ValueError(msg + "; pick another mesh or pass uneven='replicate'")
+                warnings.warn(msg + "; kept whole on every device", stacklevel=3)
+                entries[dim] = None
+        while entries and entries[-1] is None:  # P('data', None) and P('data') are one spec
+            entries.pop()
+        return P(*entries)
 
     def place(path, leaf):
         # NNX Variables add a trailing `.value` attribute key: it is not part of the name.
         keys = [k for k in path if getattr(k, "name", None) != "value"]
         name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in keys)
         spec = next((s for pattern, s in rules if re.fullmatch(pattern, name)), P())
-        return jax.device_put(leaf, NamedSharding(mesh, spec))
+        return jax.device_put(leaf, NamedSharding(mesh, fit(name, leaf.shape, spec)))
 
     return jax.tree_util.tree_map_with_path(place, tree)
 

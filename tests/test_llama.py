@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from jax.sharding import PartitionSpec as P
 
 from shared import distributed
 from shared.models.llama import (
@@ -185,3 +186,21 @@ def test_sharded_forward_on_8_devices_equals_one_device(mode):
     assert kernel.addressable_shards[0].data.shape == shards[mode]
     out = _forward(model, jax.device_put(x, distributed.batch_sharded(mesh)))
     np.testing.assert_allclose(np.asarray(out), reference, atol=1e-5)
+
+
+def test_a_dimension_the_mesh_does_not_divide_is_kept_whole_with_a_warning():
+    cfg = dataclasses.replace(NANO, num_kv_heads=4, vocab_size=128, ffn_dim=170)  # 170 % 4 != 0
+    x = _tokens((4, 16), vocab=128)
+    reference = np.asarray(_forward(_model(cfg), x))
+    mesh = distributed.make_mesh((2, 4), ("data", "model"))
+    with pytest.raises(ValueError, match=r"down_proj/kernel: dimension 0 of shape \(170, 64\)"):
+        shard_llama(_model(cfg), mesh, "tensor", uneven="error")
+    with pytest.warns(UserWarning) as caught:
+        model = shard_llama(_model(cfg), mesh, "fsdp+tensor")
+    named = sorted(str(w.message).split(":")[0] for w in caught)
+    assert named == [
+        f"layers/{i}/mlp/{p}_proj/kernel" for i in (0, 1) for p in ("down", "gate", "up")
+    ]
+    assert model.layers[0].mlp.up_proj.kernel[...].sharding.spec == P("data")
+    assert model.layers[0].self_attn.q_proj.kernel[...].sharding.spec == P("data", "model")
+    np.testing.assert_allclose(np.asarray(_forward(model, x)), reference, atol=1e-5)

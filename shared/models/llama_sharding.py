@@ -34,11 +34,13 @@ def llama_rules(mode: str, data_axis: str = "data", model_axis: str = "model"):
     ]
 
 
-def shard_llama(model: nnx.Module, mesh: Mesh, mode: str, **axes) -> nnx.Module:
+def shard_llama(
+    model: nnx.Module, mesh: Mesh, mode: str, *, uneven: str = "replicate", **axes
+) -> nnx.Module:
     """Places the model's parameters on `mesh` by `llama_rules(mode)` (in place; returns it).
 
-    Every sharded dimension must divide by its mesh axis size (e.g. heads * head_dim by the
-    `model` axis); jax raises naming the shapes otherwise."""
+    A dimension its mesh axis does not divide (the 1B config's FFN width 5461, SmolLM2's 9
+    heads over 4 devices) is kept whole, with a warning naming it (`uneven="error"` raises)."""
     params = nnx.state(model, nnx.Param)
-    nnx.update(model, shard_by_rules(params, mesh, llama_rules(mode, **axes)))
+    nnx.update(model, shard_by_rules(params, mesh, llama_rules(mode, **axes), uneven=uneven))
     return model
