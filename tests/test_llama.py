@@ -143,6 +143,8 @@ def test_generation_stops_at_eos_and_needs_a_key_to_sample():
     prompt = np.asarray(_tokens((1, 4)))
     first = int(generate(model, prompt, 1)[0, 0])
     assert generate(model, prompt, 8, eos_id=first).shape == (1, 1)
+    with pytest.raises(ValueError, match="max_seq_len=256"):
+        generate(model, prompt, 300)
     with pytest.raises(ValueError, match="PRNG key"):
         generate(model, prompt, 2, temperature=1.0)
     a = generate(model, prompt, 8, temperature=1.0, key=jax.random.key(3))

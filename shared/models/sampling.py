@@ -46,6 +46,8 @@ def generate(
     prompt = np.asarray(prompt, np.int32)
     if prompt.ndim != 2:
         raise ValueError(f"prompt must be [batch, length], got shape {prompt.shape}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens={max_new_tokens} must be at least 1")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if temperature > 0 and key is None:
