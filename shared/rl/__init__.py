@@ -1,0 +1,1 @@
+"""Tabular Markov decision processes: environments, exact evaluation, sampling, features."""
