@@ -1,8 +1,8 @@
 """Every estimator on one batch of [R, n] trajectories, with K = 2 cross-fitting.
 
 Cross-fitting (both directions, averaged): everything fitted on fold f (Q-hat by FQE or MRDR,
-the learned potential's coefficients, the hybrid's Q-hat and lambda, which use disjoint halves
-of f) is applied to the trajectories of the other fold e only. Then each fitted
+the learned potential's coefficients, the hybrid's lambda, fitted with f's in-sample C_Q) is
+applied to the trajectories of the other fold e only. Then each fitted
 quantity is independent of the trajectories it is applied to, and since every CV has mean zero
 given the fit, the cross-fitted estimators are exactly unbiased. The in-sample hybrid (lambda
 fitted on the trajectories it evaluates) is kept as an ablation: it has an O(1/n) bias.
@@ -62,29 +62,6 @@ def _q_fit(problem: Problem, batch: dict, kind: str, method: str):
     return values
 
 
-def _hybrid(problem: Problem, bf: dict, be: dict, y_f, y_e, z_f, z_e, kind: str) -> np.ndarray:
-    """The hybrid's estimate [R] on fold e, everything fitted on fold f (split in halves a, b).
-
-    Q-hat is fitted on half a, lambda on half b (with the C_Q of that Q-hat, which never saw b),
-    and both are applied to e, where C_Q comes from the same Q-hat; then the two roles of the
-    halves are swapped and the estimates averaged. The regressors that lambda is fitted on and
-    applied to are thus alike (both out of sample for Q-hat); fitting lambda on an in-sample
-    C_Q over-weights it (Q-hat has memorized those returns), and fitting it on a C_Q from a
-    different Q-hat than the one applied mismatches their scales (on ICU-Sepsis at n = 50 that
-    gave estimates of 1e8). Each fitted piece is independent of e: the estimate is unbiased."""
-    m = bf["rho"].shape[1]
-    halves = (slice(0, m // 2), slice(m // 2, m))
-    g = problem.gamma
-    out = []
-    for a, b in (halves, halves[::-1]):
-        q = _q_fit(problem, _take(bf, a), kind, "fqe")
-        bb = _take(bf, b)
-        x_b = np.concatenate([z_f[:, b], est.q_cv_terms(bb["rho"], *q(bb), g)[..., None]], -1)
-        x_e = np.concatenate([z_e, est.q_cv_terms(be["rho"], *q(be), g)[..., None]], -1)
-        out.append(est.cv_estimate(y_e, x_e, est.ols_slopes(y_f[:, b], x_b)))
-    return np.mean(out, axis=0)
-
-
 def exact_q_values(problem: Problem, batch: dict) -> tuple[np.ndarray, np.ndarray]:
     """(Q^pi_{H-t}(s_t, a_t), V^pi_{H-t}(s_t)) [R, n, H] from the exact DP (tabular only)."""
     q, pi = problem.q_exact, problem.pi  # [H, S, A]
@@ -122,14 +99,19 @@ def estimate_all(problem: Problem, batch: dict, q_kind: str) -> dict[str, np.nda
         bf, be = _take(batch, f), _take(batch, e)
         fqe = _q_fit(problem, bf, q_kind, "fqe")
         mrdr = _q_fit(problem, bf, q_kind, "mrdr")
+        cq_f = est.q_cv_terms(bf["rho"], *fqe(bf), g)  # in-sample on the fitting fold
         cq_e = est.q_cv_terms(be["rho"], *fqe(be), g)
         cq_crossfit[:, e] = cq_e
         parts["DR"].append((y[:, e] - cq_e).mean(-1))
         parts["MRDR"].append((y[:, e] - est.q_cv_terms(be["rho"], *mrdr(be), g)).mean(-1))
         lam_z = est.ols_slopes(y[:, f], z[:, f])
         parts["Shaped-learned"].append(est.cv_estimate(y[:, e], z[:, e], lam_z))
-        hybrid = _hybrid(problem, bf, be, y[:, f], y[:, e], z[:, f], z[:, e], q_kind)
-        parts["Hybrid"].append(hybrid)
+        # lambda is fitted with fold f's in-sample C_Q. Two nested alternatives (C_Q held out
+        # inside f; Q-hat and lambda on disjoint halves of f) were tried and blew up on the
+        # heavy-tailed weights at small n (README, "Alternatives tried").
+        x_f = np.concatenate([z[:, f], cq_f[..., None]], -1)
+        x_e = np.concatenate([z[:, e], cq_e[..., None]], -1)
+        parts["Hybrid"].append(est.cv_estimate(y[:, e], x_e, est.ols_slopes(y[:, f], x_f)))
     out.update({k: np.mean(v, axis=0) for k, v in parts.items()})
     # Ablation: lambda fitted in-sample on all n (C_Q itself stays cross-fitted).
     x_all = np.concatenate([z, cq_crossfit[..., None]], -1)
