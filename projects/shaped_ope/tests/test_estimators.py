@@ -122,3 +122,23 @@ def test_exact_weight_second_moment_matches_the_enumeration(tiny):
     w_end = np.prod(batch["rho"][0], axis=-1)
     assert float(prob @ w_end) == pytest.approx(1.0, abs=1e-12)
     assert problem.weight_second_moment == pytest.approx(float(prob @ w_end**2), rel=1e-12)
+
+
+def test_dr_matches_the_textbook_form_and_is_pdis_when_q_hat_is_zero(tiny):
+    """DR = V(s_0) + sum_t gamma^t w_t (r_t + gamma V(s_{t+1}) - Q(s_t, a_t)) (Jiang & Li),
+    computed here directly, equals PDIS - C_Q; with Q-hat = 0 it is PDIS."""
+    mdp, pi, mu, batch, prob, rng = tiny
+    q_hat = rng.normal(size=(H + 1, 3, 2)) * ~mdp.terminal[:, None]
+    q_hat[H] = 0.0  # nothing is bootstrapped beyond the horizon
+    s, a, rho, r = batch["s"], batch["a"], batch["rho"], batch["r"]
+    t = np.arange(H)
+    v = (q_hat[np.arange(H + 1), s] * pi[s]).sum(-1)  # V(s_t), t = 0..H
+    w = np.cumprod(rho, -1)
+    g = mdp.gamma**t
+    textbook = v[..., 0] + (g * w * (r + mdp.gamma * v[..., 1:] - q_hat[t, s[..., :-1], a])).sum(-1)
+    q_sa = q_hat[t, s[..., :-1], a]
+    np.testing.assert_allclose(est.dr_terms(rho, r, q_sa, v[..., :-1], mdp.gamma), textbook)
+    zero = np.zeros_like(q_sa)
+    np.testing.assert_array_equal(
+        est.dr_terms(rho, r, zero, zero, mdp.gamma), est.pdis_terms(rho, r, mdp.gamma)
+    )
