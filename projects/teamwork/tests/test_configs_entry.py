@@ -1,0 +1,65 @@
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from projects.teamwork import experiment, tables
+from shared.config import ConfigError, apply_overrides
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def test_every_config_is_valid():
+    assert {"smoke", "cpu", "paper"} <= set(experiment.CONFIGS)
+    for cfg in experiment.CONFIGS.values():
+        cfg.validate()
+
+
+@pytest.mark.parametrize("table", list(tables.TABLES.values()), ids=list(tables.TABLES))
+def test_every_table_run_builds_a_valid_config(table):
+    runs = table.runs()
+    assert len({seed for _, seed in runs}) >= 3
+    for overrides, seed in runs:
+        cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
+        assert cfg.seed == seed
+    for row in table.rows:  # every row's method is trained by the run that fills it
+        cfg = apply_overrides(
+            experiment.CONFIGS[table.config], [f"{k}={v!r}" for k, v in row.overrides]
+        )
+        assert row.prefix in cfg.methods, row.label
+    labels = {r.label for r in table.rows}
+    for a, b in table.compare:
+        assert a in labels and b in labels
+
+
+def test_invalid_configs_are_rejected():
+    with pytest.raises(ConfigError, match="methods"):
+        apply_overrides(experiment.CONFIGS["cpu"], ["methods=('teamwork', 'bogus')"])
+    with pytest.raises(ConfigError, match="benchmark"):
+        apply_overrides(experiment.CONFIGS["cpu"], ["benchmark='smd'"])
+
+
+def test_smoke_run_through_the_entry_point(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "launch/run.py",
+            "projects/teamwork",
+            "--config",
+            "smoke",
+            "--workdir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads((tmp_path / "results.json").read_text())
+    for m in ("teamwork", "pca"):
+        for k in ("f1", "pa_f1", "aff_f1", "vus_pr", "vus_roc"):
+            assert 0.0 <= res[f"{m}/{k}"] <= 1.0
+    assert (tmp_path / "scores.npz").exists()
