@@ -22,9 +22,9 @@ import numpy as np
 from projects.teamwork import detect
 from projects.teamwork.model import ModelConfig
 from projects.teamwork.periods import fft_periods, spans_from_periods
-from projects.teamwork.roles import assign_roles, role_scores
+from projects.teamwork.roles import assign_roles, role_scores, select_lag_order
 from shared.data.timeseries_files import load_daphnet
-from shared.data.timeseries_generator import AnomalySeries, make_benchmark
+from shared.data.timeseries_generator import ANOMALY_TYPES, AnomalySeries, make_benchmark
 from shared.metrics.anomaly import affiliation_prf1, predict, tslib_protocol, vus
 from shared.results import append_metrics
 from shared.rng import numpy_rng
@@ -51,7 +51,8 @@ class Config:
     methods: tuple[str, ...] = ("teamwork", "independent", "symmetric", "pca")
     window: int = 100  # steps per window; FFT periods longer than this cannot be seen
     num_dominant: int = 0  # 0: ceil(C / 4) (spec's suggestion)
-    role_lags: int = 20  # Granger lag order q (chosen on the generator; README)
+    role_lags: int = 0  # Granger lag order q; 0: BIC of own-lag AR fits on train (roles.py)
+    role_max_lags: int = 0  # BIC searches q in 1..role_max_lags; 0: window // 2 (fixed rule)
     num_periods: int = 3  # top-k FFT periods -> mask spans
     pca_lag: int = 8  # PCA baseline: steps per flattened window
     pca_var: float = 0.95  # PCA baseline: explained variance kept
@@ -69,6 +70,8 @@ class Config:
             raise ValueError(f"window={self.window} must be a multiple of model.patch")
         if self.model.d_model % self.model.num_heads:
             raise ValueError("model.d_model must be divisible by model.num_heads")
+        if self.role_lags < 0 or self.role_max_lags < 0:
+            raise ValueError("role_lags and role_max_lags must be >= 0 (0: automatic)")
 
     def __post_init__(self):
         self.validate()
@@ -118,6 +121,28 @@ def evaluate(
     }
 
 
+def breakdown(series: AnomalySeries, test_scores: np.ndarray, vus_window: int) -> dict:
+    """VUS-PR on the normal steps plus the anomalies of one kind only (others dropped): per
+    injected type, and per role of the changed channel where the roles are known."""
+    subsets = {}
+    if series.test_types is not None:
+        for kind in ANOMALY_TYPES:
+            subsets[kind] = series.test_types == series.type_names.index(kind)
+    if series.channel_roles is not None and series.events:
+        for role in ("dominant", "auxiliary"):
+            sel = np.zeros(len(series.test_labels), bool)
+            for ev in series.events:
+                if series.channel_roles[ev.channel] == role:
+                    sel[ev.start : ev.end] = True
+            subsets[f"on_{role}"] = sel
+    out = {}
+    for name, sel in subsets.items():
+        if sel.any():
+            keep = sel | (series.test_labels == 0)
+            out[f"vus_pr_{name}"] = vus(series.test_labels[keep], test_scores[keep], vus_window).pr
+    return out
+
+
 def _roles(source: str, learned: np.ndarray, scores: np.ndarray, seed: int) -> np.ndarray:
     if source == "learned":
         return learned
@@ -135,7 +160,8 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     train, test = (series.train - mu) / sd, (series.test - mu) / sd
     c = train.shape[1]
     k = cfg.num_dominant or math.ceil(c / 4)
-    scores = role_scores(train, cfg.role_lags, max_steps=10_000)
+    q = cfg.role_lags or select_lag_order(train, cfg.role_max_lags or cfg.window // 2)[0]
+    scores = role_scores(train, q, max_steps=10_000)
     is_dom = assign_roles(scores, k)
     n_win = len(train) // cfg.window
     periods = fft_periods(
@@ -143,6 +169,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     )
     spans = spans_from_periods(periods)
     metrics: dict[str, float] = {"data/periods_" + str(i): float(p) for i, p in enumerate(periods)}
+    metrics["data/role_lags"] = float(q)
     if series.channel_roles is not None:
         true_dom = np.array([r == "dominant" for r in series.channel_roles])
         metrics["data/role_recall"] = float((is_dom & true_dom).sum() / true_dom.sum())
@@ -172,6 +199,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
             tr_s = detect.score_series(model, train, dom, sp, cfg.window, cfg.train.mask_ratio)
             te_s = detect.score_series(model, test, dom, sp, cfg.window, cfg.train.mask_ratio)
         res = evaluate(tr_s, te_s, series.test_labels, cfg.vus_window)
+        res |= breakdown(series, te_s, cfg.vus_window)
         metrics |= {f"{method}/{key}": val for key, val in res.items()}
         saved[method] = te_s
         append_metrics(workdir, {"phase": method, "seconds": time.perf_counter() - t0, **res})

@@ -3,6 +3,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from projects.teamwork import experiment, tables
@@ -25,6 +26,8 @@ def test_every_table_run_builds_a_valid_config(table):
         cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
         assert cfg.seed == seed
     for row in table.rows:  # every row's method is trained by the run that fills it
+        if row.prefix == "data":  # run-level metrics (roles, lag order), present in every run
+            continue
         cfg = apply_overrides(
             experiment.CONFIGS[table.config], [f"{k}={v!r}" for k, v in row.overrides]
         )
@@ -63,3 +66,19 @@ def test_smoke_run_through_the_entry_point(tmp_path):
         for k in ("f1", "pa_f1", "aff_f1", "vus_pr", "vus_roc"):
             assert 0.0 <= res[f"{m}/{k}"] <= 1.0
     assert (tmp_path / "scores.npz").exists()
+    assert res["data/role_lags"] >= 1  # chosen by BIC on the train split
+    assert "teamwork/vus_pr_dependency_break" in res and "pca/vus_pr_on_auxiliary" in res
+
+
+def test_breakdown_ignores_scores_of_other_kinds():
+    """A kind's VUS-PR sees only its own anomalous steps and the normal ones."""
+    series = experiment.load(experiment.CONFIGS["smoke"])
+    rng = np.random.default_rng(0)
+    scores = rng.random(len(series.test_labels))
+    shapelet = series.test_types == series.type_names.index("collective_shapelet")
+    other = (series.test_labels == 1) & ~shapelet
+    changed = np.where(other, scores + 10.0, scores)
+    a = experiment.breakdown(series, scores, 10)
+    b = experiment.breakdown(series, changed, 10)
+    assert a["vus_pr_collective_shapelet"] == b["vus_pr_collective_shapelet"]
+    assert a["vus_pr_collective_trend"] != b["vus_pr_collective_trend"]
