@@ -40,6 +40,11 @@ def _from_2d(x2: jax.Array, shape: tuple[int, ...], axes: tuple[int, ...]) -> ja
     return x
 
 
+def _default_block_sizes(backend: str) -> BlockSizes:
+    """TPU tiles keep 128 lanes in the last dim (Mosaic's layout); elsewhere 32 columns."""
+    return BlockSizes(block_rows=512, block_cols=128 if backend == "tpu" else 32)
+
+
 def _compiler_params(interpret: bool):
     """Triton launch parameters on GPU; None elsewhere. Untuned (no GPU measurement yet)."""
     if interpret or jax.default_backend() != "gpu":
@@ -102,8 +107,9 @@ def column_norm_update(
         jnp.asarray(lr, jnp.float32),
         beta=float(beta),
         eps=float(eps),
-        block_sizes=block_sizes or BlockSizes(),
+        block_sizes=block_sizes or _default_block_sizes(backend),
         interpret=interpret,
+        masked_edges=backend != "tpu" or interpret,
         compiler_params=_compiler_params(interpret),
     )
     out = _from_2d(out2, g.shape, axes)

@@ -11,8 +11,12 @@ columns; each column gets its own scale. The grid tiles the columns.
   parallel: no program accumulates across grid steps, so the lowering needs no sequential grid
   axis or backend-specific scratch memory (it stays portable across the GPU and TPU backends).
 
-Blocks that overhang the array edge read unspecified values (NaN in interpret mode): rows past F
-are masked out of every sum; columns past N are independent and their writes are dropped.
+Edges (shapes that are not block multiples): the TPU backend and interpret mode pad an overhanging
+block with unspecified values (NaN in interpret mode) and drop its out-of-range writes, so rows
+past F are masked out of every sum with `where`. The Triton (GPU) backend does neither: a plain
+`ref[...]` there is an unmasked load/store past the array. With `masked_edges=True` every load and
+store is masked by the in-range rows and columns (the GPU path; interpret mode runs it too, so CPU
+tests cover it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
 
 
 def _is_pow2(n: int) -> bool:
@@ -57,23 +62,56 @@ def _tile(f: int, n: int, bs: BlockSizes) -> tuple[int, int]:
     return min(bs.block_rows, _next_pow2(f)), min(bs.block_cols, _next_pow2(n))
 
 
-def _load_x(g_ref, m_ref, beta: float, m_dtype):
+class _Edges:
+    """In-range masks of one [rows, cols] tile at tile index (i, j); loads/stores through them.
+
+    masked=False: plain ref[...] (the backend pads and drops out-of-range parts itself).
+    masked=True: masked loads (0 outside) and masked stores (nothing written outside).
+    """
+
+    def __init__(self, shape, i, j, n_rows: int, n_cols: int, masked: bool):
+        rows = i * shape[0] + jax.lax.broadcasted_iota(jnp.int32, shape, 0)
+        cols = j * shape[1] + jax.lax.broadcasted_iota(jnp.int32, (1, shape[1]), 1)
+        self.row_ok = rows < n_rows  # [rows, cols]
+        self.col_ok = cols < n_cols  # [1, cols]
+        self.masked = masked
+
+    def load(self, ref, per_column: bool = False):
+        if not self.masked:
+            return ref[...]
+        mask = self.col_ok if per_column else self.row_ok & self.col_ok
+        return plgpu.load(ref, mask=mask, other=0)
+
+    def store(self, ref, value, per_column: bool = False):
+        if not self.masked:
+            ref[...] = value
+            return
+        mask = self.col_ok if per_column else self.row_ok & self.col_ok
+        plgpu.store(ref, value.astype(ref.dtype), mask=mask)
+
+    def sumsq(self, x):
+        """Sum over the tile's rows of x^2, [1, cols]; rows past the array count 0."""
+        xs = jnp.where(self.row_ok, x, 0.0)
+        return jnp.sum(xs * xs, axis=0, keepdims=True)
+
+
+def _load_x(io: _Edges, g_ref, m_ref, beta: float, m_dtype):
     """X in float32 for this tile, and the new momentum in m's dtype (None without momentum)."""
-    x = g_ref[...].astype(jnp.float32)
+    x = io.load(g_ref).astype(jnp.float32)
     if m_ref is None:
         return x, None
-    m_new = (beta * m_ref[...].astype(jnp.float32) + (1.0 - beta) * x).astype(m_dtype)
+    m_new = (beta * io.load(m_ref).astype(jnp.float32) + (1.0 - beta) * x).astype(m_dtype)
     return m_new.astype(jnp.float32), m_new
 
 
-def _masked_sumsq(x, row_block: int | jax.Array, n_rows: int):
-    """Sum over this tile's rows of x^2, [1, cols]; rows past n_rows (edge garbage) count 0."""
-    rows = row_block * x.shape[0] + jax.lax.broadcasted_iota(jnp.int32, x.shape, 0)
-    xs = jnp.where(rows < n_rows, x, 0.0)
-    return jnp.sum(xs * xs, axis=0, keepdims=True)
+def _write_out(io: _Edges, out_ref, w_ref, step):
+    if w_ref is None:
+        io.store(out_ref, (-step).astype(out_ref.dtype))
+    else:
+        io.store(out_ref, (io.load(w_ref).astype(jnp.float32) - step).astype(out_ref.dtype))
 
 
-def _one_pass_kernel(*refs, has_m, has_w, n_rows, beta, eps, m_dtype):
+def _one_pass_kernel(*refs, has_m, has_w, shape, beta, eps, m_dtype, masked):
     it = iter(refs)
     lr_ref, g_ref = next(it), next(it)
     m_ref = next(it) if has_m else None
@@ -81,45 +119,43 @@ def _one_pass_kernel(*refs, has_m, has_w, n_rows, beta, eps, m_dtype):
     out_ref = next(it)
     m_out_ref = next(it) if has_m else None
 
-    x, m_new = _load_x(g_ref, m_ref, beta, m_dtype)
-    rms = jnp.sqrt(_masked_sumsq(x, 0, n_rows) / n_rows)
+    io = _Edges(g_ref.shape, 0, pl.program_id(0), *shape, masked)
+    x, m_new = _load_x(io, g_ref, m_ref, beta, m_dtype)
+    rms = jnp.sqrt(io.sumsq(x) / shape[0])
     step = x * (lr_ref[...].astype(jnp.float32) / jnp.maximum(rms, eps))
-    if has_w:
-        out_ref[...] = (w_ref[...].astype(jnp.float32) - step).astype(out_ref.dtype)
-    else:
-        out_ref[...] = (-step).astype(out_ref.dtype)
+    _write_out(io, out_ref, w_ref, step)
     if has_m:
-        m_out_ref[...] = m_new
+        io.store(m_out_ref, m_new)
 
 
-def _sumsq_kernel(*refs, has_m, n_rows, beta, m_dtype):
+def _sumsq_kernel(*refs, has_m, shape, beta, m_dtype, masked):
     it = iter(refs)
     g_ref = next(it)
     m_ref = next(it) if has_m else None
     part_ref = next(it)
     m_out_ref = next(it) if has_m else None
 
-    x, m_new = _load_x(g_ref, m_ref, beta, m_dtype)
-    part_ref[...] = _masked_sumsq(x, pl.program_id(0), n_rows)
+    io = _Edges(g_ref.shape, pl.program_id(0), pl.program_id(1), *shape, masked)
+    x, m_new = _load_x(io, g_ref, m_ref, beta, m_dtype)
+    io.store(part_ref, io.sumsq(x), per_column=True)
     if has_m:
-        m_out_ref[...] = m_new
+        io.store(m_out_ref, m_new)
 
 
-def _apply_kernel(*refs, has_w):
+def _apply_kernel(*refs, has_w, shape, masked):
     it = iter(refs)
     scale_ref, x_ref = next(it), next(it)
     w_ref = next(it) if has_w else None
     out_ref = next(it)
 
-    step = x_ref[...].astype(jnp.float32) * scale_ref[...]
-    if has_w:
-        out_ref[...] = (w_ref[...].astype(jnp.float32) - step).astype(out_ref.dtype)
-    else:
-        out_ref[...] = (-step).astype(out_ref.dtype)
+    io = _Edges(x_ref.shape, pl.program_id(0), pl.program_id(1), *shape, masked)
+    step = io.load(x_ref).astype(jnp.float32) * io.load(scale_ref, per_column=True)
+    _write_out(io, out_ref, w_ref, step)
 
 
 @functools.partial(
-    jax.jit, static_argnames=("beta", "eps", "block_sizes", "interpret", "compiler_params")
+    jax.jit,
+    static_argnames=("beta", "eps", "block_sizes", "interpret", "masked_edges", "compiler_params"),
 )
 def column_norm_update_2d(
     g: jax.Array,
@@ -131,10 +167,13 @@ def column_norm_update_2d(
     eps: float,
     block_sizes: BlockSizes,
     interpret: bool,
+    masked_edges: bool = True,
     compiler_params=None,
 ) -> tuple[jax.Array, jax.Array | None]:
     """The kernel on 2-D arrays g, m, w: [F, N] (reduce over axis 0). lr: float32 scalar.
 
+    masked_edges: mask every load/store at the array edge (required by the Triton backend; the
+    TPU backend pads edge blocks itself and takes False).
     Returns (W - lr*U or -lr*U, new M or None). W and M are aliased to their outputs, so a caller
     that donates them updates them in place.
     """
@@ -165,8 +204,8 @@ def column_norm_update_2d(
             out_shape.append(m_sd)
             out_specs.append(tile)
         kernel = functools.partial(
-            _one_pass_kernel, has_m=has_m, has_w=has_w, n_rows=f, beta=beta, eps=eps,
-            m_dtype=m_dtype,
+            _one_pass_kernel, has_m=has_m, has_w=has_w, shape=(f, n), beta=beta, eps=eps,
+            m_dtype=m_dtype, masked=masked_edges,
         )  # fmt: skip
         outs = call(
             kernel, out_shape=out_shape, grid=(n_cb,), in_specs=in_specs,
@@ -178,7 +217,9 @@ def column_norm_update_2d(
     tile = pl.BlockSpec((tr, tc), lambda i, j: (i, j))
     part_spec = pl.BlockSpec((None, 1, tc), lambda i, j: (i, 0, j))
     part_sd = jax.ShapeDtypeStruct((n_rb, 1, n), jnp.float32)
-    kernel = functools.partial(_sumsq_kernel, has_m=has_m, n_rows=f, beta=beta, m_dtype=m_dtype)
+    kernel = functools.partial(
+        _sumsq_kernel, has_m=has_m, shape=(f, n), beta=beta, m_dtype=m_dtype, masked=masked_edges
+    )
     if has_m:
         part, m_new = call(
             kernel, out_shape=[part_sd, m_sd], grid=(n_rb, n_cb), in_specs=[tile, tile],
@@ -201,8 +242,8 @@ def column_norm_update_2d(
         operands.append(w)
         in_specs.append(tile)
     (out,) = call(
-        functools.partial(_apply_kernel, has_w=has_w), out_shape=[out_sd], grid=(n_rb, n_cb),
-        in_specs=in_specs, out_specs=[tile], input_output_aliases=aliases,
-        name="column_norm_apply",
+        functools.partial(_apply_kernel, has_w=has_w, shape=(f, n), masked=masked_edges),
+        out_shape=[out_sd], grid=(n_rb, n_cb), in_specs=in_specs, out_specs=[tile],
+        input_output_aliases=aliases, name="column_norm_apply",
     )(*operands)  # fmt: skip
     return out, m_new
