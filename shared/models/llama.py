@@ -7,11 +7,18 @@ key/value heads are repeated to the query heads before it is called.
 
 Incremental decoding passes a `KVCache` (explicit arrays, so the whole step is a pure function):
 `logits, cache = model(tokens, cache=cache)` writes the new keys/values at `cache.length`.
+
+`LlamaConfig.attention` names the attention of the full (cache-free) causal forward:
+"dot_product" (the pluggable masked function, default) or a mode of
+`kernels_pallas.fp4_attention` (FP4 attention, called with causal=True, so any model can be
+trained or evaluated with it). Decoding with a KV cache always uses dot-product attention.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -35,8 +42,16 @@ class LlamaConfig:
     max_seq_len: int = 2048  # longest sequence (KV-cache capacity bound)
     init_std: float = 0.02  # std of the normal init of every matrix
     dtype: str = "float32"  # compute dtype (parameters stay float32)
+    # attention of the cache-free forward: "dot_product" or a kernels_pallas.fp4_attention mode
+    attention: str = "dot_product"
+    attention_impl: str = "auto"  # FP4 attention implementation: "auto" | "pallas" | "reference"
 
     def __post_init__(self):
+        if self.attention != "dot_product" and self.attention not in _fp4_modes():
+            raise ValueError(
+                f"attention={self.attention!r} is unknown; choose 'dot_product' or one of "
+                f"{_fp4_modes()}"
+            )
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_heads={self.num_heads} must be a multiple of num_kv_heads={self.num_kv_heads}"
@@ -49,6 +64,24 @@ class LlamaConfig:
     @property
     def resolved_head_dim(self) -> int:
         return self.head_dim or self.dim // self.num_heads
+
+
+def _fp4_modes() -> tuple[str, ...]:
+    from kernels_pallas.fp4_attention import MODES  # imported on use: only FP4 models need it
+
+    return tuple(MODES)
+
+
+@functools.cache
+def causal_attention(name: str, impl: str) -> Callable | None:
+    """(q [B,T,N,H], k, v [B,T,N,H]) -> [B,T,N,H] causal attention named by `name`; None for
+    "dot_product" (the masked pluggable function is used). Cached: one function per name, so
+    models of the same config share a graph definition and a compiled step."""
+    if name == "dot_product":
+        return None
+    from kernels_pallas.fp4_attention import fp4_attention
+
+    return functools.partial(fp4_attention, mode=name, causal=True, impl=impl)
 
 
 def _scale_cfg(dim: int, ffn: int, heads: int, layers: int) -> LlamaConfig:
@@ -140,6 +173,7 @@ class Attention(nnx.Module):
         self.o_proj = _linear(cfg.num_heads * h, cfg.dim, cfg, rngs)
         self.cfg = cfg
         self.attention_fn = attention_fn
+        self.causal_fn = causal_attention(cfg.attention, cfg.attention_impl)
 
     def __call__(self, x, cos, sin, mask, kv=None, start=None):
         """x [B, T, D]; kv: this layer's cached (k, v) [B, S, K, H] written at `start`.
@@ -155,7 +189,11 @@ class Attention(nnx.Module):
             v = jax.lax.dynamic_update_slice(kv[1], v.astype(kv[1].dtype), (0, start, 0, 0))
             kv = (k, v)
         groups = cfg.num_heads // cfg.num_kv_heads  # query head j reads kv head j // groups
-        out = self.attention_fn(q, jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2), mask)
+        k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)
+        if kv is None and self.causal_fn is not None:
+            out = self.causal_fn(q, k, v)  # without a cache the mask is exactly causal
+        else:
+            out = self.attention_fn(q, k, v, mask)
         return self.o_proj(out.reshape(b, t, cfg.num_heads * h)), kv
 
 
@@ -192,6 +230,11 @@ class Llama(nnx.Module):
         rngs: nnx.Rngs,
         attention_fn: AttentionFn = dot_product_attention,
     ):
+        if cfg.attention != "dot_product" and attention_fn is not dot_product_attention:
+            raise ValueError(
+                f"attention={cfg.attention!r} and a custom attention_fn both set the attention; "
+                "keep attention='dot_product' to use attention_fn"
+            )
         self.cfg = cfg
         self.embed_tokens = nnx.Embed(
             cfg.vocab_size,
