@@ -1,0 +1,1 @@
+"""Negative sampling from the ground up (graph-based recommendation): LightGCN + BPR samplers."""

@@ -1,0 +1,139 @@
+"""Table 1 (results/main.md): Recall@20 / NDCG@20 per sampler and observation setting, on the
+observed test edges and on the hidden true positives, with the false-negative rate of the sampled
+negatives; Figure 1 (FNR per epoch) and Figure 2 (R2's sensitivity to π⁺).
+
+    python launch/reproduce.py projects/neg_sampling
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+
+from shared.results import pyplot, save_figure
+from shared.tables import Column, Row, Section, Table
+
+SEEDS = (0, 1, 2)
+LABELS = {
+    "uniform": "RNS (uniform)",
+    "popularity": "Popularity (deg^0.75)",
+    "dns": "DNS",
+    "mixgcf": "MixGCF",
+    "ahns": "AHNS",
+    "r1": "R1: softmax SNIS (Reconstruction)",
+    "r2": "R2: PU-debiased (Reconstruction, π⁺ on validation)",
+    "oracle": "Oracle (uniform true negatives)",
+}
+SETTINGS = {"unbiased": "unbiased", "biased": "biased (popularity^1 MNAR)"}
+
+ROWS = tuple(
+    Row(f"{SETTINGS[s]} / {label}", name, (("setting", s),))
+    for s in SETTINGS
+    for name, label in LABELS.items()
+)
+
+TABLES = {
+    "main": Table(
+        name="main",
+        title="LightGCN + BPR on the synthetic graph: samplers, unbiased and biased observation",
+        config="cpu",
+        seeds=SEEDS,
+        rows=ROWS,
+        sections=(
+            Section(
+                "Observed test edges (train and validation items masked)",
+                (Column("Recall@20", "recall"), Column("NDCG@20", "ndcg")),
+                digits=4,
+            ),
+            Section(
+                "Hidden true positives (every observed item masked)",
+                (Column("Recall@20", "recall_hidden"), Column("NDCG@20", "ndcg_hidden")),
+                digits=4,
+            ),
+            Section(
+                "Sampled negatives: false-negative rate (share that are true positives), "
+                "mean over training",
+                (Column("FNR", "fnr", higher_is_better=False),),
+                digits=4,
+            ),
+        ),
+        compare=tuple(
+            (f"{SETTINGS[s]} / {LABELS[a]}", f"{SETTINGS[s]} / {LABELS['uniform']}")
+            for s in SETTINGS
+            for a in ("dns", "r1", "r2", "oracle")
+        ),
+        notes=(
+            "Every sampler of a (setting, seed) trains on the same data draw from the same "
+            "initialization. Selection: best validation Recall@20 over evaluations every 5 epochs. "
+            "The paper's numbers are not known (its datasets are not available offline), so none "
+            "are shown.",
+        ),
+    )
+}
+
+
+def _load(workdirs: dict) -> list[tuple[str, dict, dict]]:
+    """(setting, results, curves) of every run."""
+    out = []
+    for w in workdirs.values():
+        cfg = json.loads((w / "config.json").read_text())
+        res = json.loads((w / "results.json").read_text())
+        curves = json.loads((w / "curves.json").read_text())
+        out.append((cfg["setting"], res, curves))
+    return out
+
+
+def figures(table: Table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Path]:
+    """fnr_per_epoch.png (Figure 1) and r2_pi_plus.png (Figure 2), seed means ± std."""
+    runs = _load(workdirs)
+    plt = pyplot()
+    paths = []
+    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(11, 4), sharey=True)
+    for ax, setting in zip(axes, SETTINGS):
+        for name, label in LABELS.items():
+            key = "r2_pi" if name == "r2" else name
+            cs = [
+                c[k]["fnr"]
+                for s, r, c in runs
+                if s == setting
+                for k in c
+                if (k == key or (name == "r2" and k == f"r2_pi{r.get('r2/pi_plus', -1):g}"))
+            ]
+            if cs:
+                m = np.mean(cs, 0)
+                ax.plot(np.arange(1, len(m) + 1), m, label=label.split(" (")[0].split(":")[0])
+        ax.set(title=SETTINGS[setting], xlabel="epoch", yscale="log")
+    axes[0].set_ylabel("false-negative rate of sampled negatives")
+    axes[-1].legend(fontsize=7)
+    paths.append(out / "fnr_per_epoch.png")
+    save_figure(fig, paths[-1])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for setting in SETTINGS:
+        sel = [r for s, r, _ in runs if s == setting]
+        if not sel:
+            continue
+        pis = sorted({0.0} | {float(k[5:].split("/")[0]) for k in sel[0] if k.startswith("r2_pi")})
+        for ax, metric in zip(axes, ("recall", "recall_hidden")):
+            vals = [
+                [r[f"r1/{metric}"] if p == 0.0 and f"r2_pi0/{metric}" not in r
+                 else r[f"r2_pi{p:g}/{metric}"] for r in sel]
+                for p in pis
+            ]  # fmt: skip
+            m, sd = (
+                np.mean(vals, 1),
+                np.std(vals, 1, ddof=1) if len(sel) > 1 else 0 * np.ones(len(pis)),
+            )
+            ax.errorbar(pis, m, yerr=sd, marker="o", capsize=3, label=SETTINGS[setting])
+            ax.set_xscale("symlog", linthresh=0.01)
+            ax.set(xlabel="π⁺ (R2; 0 = R1)", ylabel=f"{metric.replace('_', ' ')}@20")
+    axes[0].set_title("observed test edges")
+    axes[1].set_title("hidden true positives")
+    axes[1].legend()
+    paths.append(out / "r2_pi_plus.png")
+    save_figure(fig, paths[-1])
+    return paths
+
+
+FIGURES = {"main": figures}
