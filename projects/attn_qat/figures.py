@@ -1,0 +1,59 @@
+"""The stability plot: global gradient norm against step for every finetuning variant."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+
+from shared.results import pyplot, save_figure
+
+LABELS = {
+    "dot_product": "BF16 (full-precision attention)",
+    "bf16": "BF16 (FP4 kernel, quantization off)",
+    "drop_in_qat": "drop-in QAT",
+    "attn_qat": "Attn-QAT",
+    "only_o_prime": "fix 1 only (D from O')",
+    "only_quantized_p": "fix 2 only (fq(P) for dV)",
+}
+
+
+def finetune_norms(workdir: pathlib.Path) -> dict[str, np.ndarray]:
+    """{variant: per-step gradient norms} of every finetuning phase logged in a run."""
+    by_phase: dict[str, dict[int, float]] = {}
+    path = workdir / "metrics.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        r = json.loads(line)
+        phase = r.get("phase", "")
+        if phase.startswith("finetune_") and "grad_norm" in r:
+            by_phase.setdefault(phase.removeprefix("finetune_"), {})[r["step"]] = r["grad_norm"]
+    return {v: np.asarray([s[k] for k in sorted(s)]) for v, s in by_phase.items()}
+
+
+def grad_norm_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """One line per variant (mean over seeds), each seed faint; log-scale norm axis."""
+    runs: dict[str, list[np.ndarray]] = {}
+    for workdir in workdirs.values():
+        for variant, norms in finetune_norms(workdir).items():
+            runs.setdefault(variant, []).append(norms)
+    if not runs:
+        return []
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (variant, seeds) in enumerate(sorted(runs.items())):
+        n = min(len(s) for s in seeds)
+        color = f"C{i}"
+        for s in seeds:
+            ax.plot(np.arange(1, n + 1), s[:n], color=color, alpha=0.2, lw=0.8)
+        mean = np.mean([s[:n] for s in seeds], axis=0)
+        ax.plot(np.arange(1, n + 1), mean, color=color, lw=1.6, label=LABELS.get(variant, variant))
+    ax.set_yscale("log")
+    ax.set_xlabel("finetuning step")
+    ax.set_ylabel("global gradient norm (before clipping)")
+    ax.set_title(f"{table.title.split(':')[0]}: gradient norm, mean of {len(table.seeds)} seeds")
+    ax.legend(fontsize=8)
+    path = out_dir / f"{table.name}_grad_norm.png"
+    save_figure(fig, path)
+    plt.close(fig)
+    return [path]

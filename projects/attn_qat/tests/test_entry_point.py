@@ -1,0 +1,29 @@
+"""The smoke config through the real entry point (`launch/run.py`), in a subprocess."""
+
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def test_smoke_run_through_launch(tmp_path):
+    cmd = [sys.executable, str(ROOT / "launch" / "run.py"), "projects/attn_qat", "--config",
+           "smoke", "--workdir", str(tmp_path)]  # fmt: skip
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    metrics = json.loads((tmp_path / "results.json").read_text())
+    for prefix in ("pretrained", "attn_qat"):
+        for key in ("full_loss", "full_ppl", "full_acc", "fp4_loss", "fp4_ppl", "fp4_acc"):
+            assert math.isfinite(metrics[f"{prefix}/{key}"]), (prefix, key)
+        assert math.exp(metrics[f"{prefix}/fp4_loss"]) == metrics[f"{prefix}/fp4_ppl"]
+    # FP4 inference is a different forward from full precision (the mode reaches the kernel).
+    assert metrics["pretrained/fp4_loss"] != metrics["pretrained/full_loss"]
+    # One logged gradient norm per step of every phase, and the summary built from them.
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    norms = [r["grad_norm"] for r in records if r.get("phase") == "finetune_attn_qat"]
+    assert len(norms) == 3 and all(n > 0 for n in norms)
+    assert metrics["attn_qat/gnorm_max"] == max(norms)
+    assert len([r for r in records if r.get("phase") == "pretrain"]) == 2
