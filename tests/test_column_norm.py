@@ -222,6 +222,33 @@ def test_lowering_is_portable(platform):
         assert ("xla.gpu.triton" if cuda else "tpu_custom_call") in text
 
 
+@pytest.mark.parametrize("f", [13, 70])  # one pass, two passes
+def test_triton_lowering_masks_every_tile_access(f, capsys):
+    """Triton does not mask blocks that overhang the array (a plain ref[...] is an unmasked
+    tt.load/tt.store of the whole tile): with masked_edges every tile access carries a mask."""
+    from jax.experimental.pallas import triton as plgpu
+
+    s = jax.ShapeDtypeStruct((f, 21), jnp.float32)
+    checks = [export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")]
+    for masked in (True, False):
+        fn = functools.partial(
+            column_norm_update_2d, beta=0.9, eps=1e-8, block_sizes=SMALL, interpret=False,
+            masked_edges=masked, compiler_params=plgpu.CompilerParams(num_warps=4), debug=True,
+        )  # fmt: skip
+        capsys.readouterr()
+        export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=checks)(
+            s, s, s, jax.ShapeDtypeStruct((), jnp.float32)
+        )
+        ir = capsys.readouterr().out
+        tile_ops = [
+            line
+            for line in ir.splitlines()
+            if ("tt.load" in line or "tt.store" in line) and "tensor<1x1x" not in line
+        ]
+        assert len(tile_ops) >= 6
+        assert all(("masked_" in line) == masked for line in tile_ops), tile_ops
+
+
 def test_benchmark_script_runs_on_cpu(tmp_path):
     """launch/benchmark_column_norm.py runs end to end with tiny sizes (numbers not meaningful)."""
     import importlib.util

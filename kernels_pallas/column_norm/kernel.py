@@ -155,7 +155,15 @@ def _apply_kernel(*refs, has_w, shape, masked):
 
 @functools.partial(
     jax.jit,
-    static_argnames=("beta", "eps", "block_sizes", "interpret", "masked_edges", "compiler_params"),
+    static_argnames=(
+        "beta",
+        "eps",
+        "block_sizes",
+        "interpret",
+        "masked_edges",
+        "compiler_params",
+        "debug",
+    ),
 )
 def column_norm_update_2d(
     g: jax.Array,
@@ -169,11 +177,13 @@ def column_norm_update_2d(
     interpret: bool,
     masked_edges: bool = True,
     compiler_params=None,
+    debug: bool = False,
 ) -> tuple[jax.Array, jax.Array | None]:
     """The kernel on 2-D arrays g, m, w: [F, N] (reduce over axis 0). lr: float32 scalar.
 
     masked_edges: mask every load/store at the array edge (required by the Triton backend; the
-    TPU backend pads edge blocks itself and takes False).
+    TPU backend pads edge blocks itself and takes False). debug: Pallas prints each kernel's
+    jaxpr and the lowered module (the Triton IR on GPU).
     Returns (W - lr*U or -lr*U, new M or None). W and M are aliased to their outputs, so a caller
     that donates them updates them in place.
     """
@@ -185,7 +195,9 @@ def column_norm_update_2d(
     m_dtype = m.dtype if has_m else None
     out_sd = jax.ShapeDtypeStruct((f, n), out_dtype)
     m_sd = jax.ShapeDtypeStruct((f, n), m_dtype) if has_m else None
-    call = functools.partial(pl.pallas_call, interpret=interpret, compiler_params=compiler_params)
+    call = functools.partial(
+        pl.pallas_call, interpret=interpret, compiler_params=compiler_params, debug=debug
+    )
 
     if n_rb == 1:
         tile = pl.BlockSpec((tr, tc), lambda j: (0, j))
