@@ -3,6 +3,7 @@ reference, the reference against a NumPy transcription of the official torch upd
 (per-column RMS = lr, zero column, scale invariance) and a portable lowering for GPU and TPU."""
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,14 @@ def _inputs(shape, dtype, seed=0):
     return tuple(jax.random.normal(k, shape, jnp.float32).astype(dtype) for k in (kg, km, kw))
 
 
-@functools.partial(jax.jit, static_argnames=("impl", "axes", "bs", "every"))
-def _variants(g, m, w, lr, *, impl, axes, bs, every=False):
-    """(no momentum, no weight) and (momentum, weight); every=True adds the two mixed ones."""
+@functools.partial(jax.jit, static_argnames=("impl", "axes", "bs", "every", "compiled"))
+def _variants(g, m, w, lr, *, impl, axes, bs, every=False, compiled=False):
+    """(no momentum, no weight) and (momentum, weight); every=True adds the two mixed ones.
+    compiled=False runs Pallas in interpret mode; True compiles it for the accelerator."""
     f = functools.partial(
-        column_norm_update, lr=lr, reduce_axes=axes, impl=impl, block_sizes=bs, interpret=True
-    )
+        column_norm_update, lr=lr, reduce_axes=axes, impl=impl, block_sizes=bs,
+        interpret=not compiled,
+    )  # fmt: skip
     return [f(g), f(g, m, w)] + ([f(g, m), f(g, None, w)] if every else [])
 
 
@@ -265,3 +268,26 @@ def test_benchmark_script_runs_on_cpu(tmp_path):
     assert [r["mode"] for r in rows] == ["plain", "momentum"]
     assert all(r["max_abs_diff"] < 1e-6 and r["pallas_GBps"] > 0 for r in rows)
     assert json.loads(out.read_text())["meta"]["meaningful"] is False
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param("gpu", marks=pytest.mark.gpu), pytest.param("tpu", marks=pytest.mark.tpu)],
+)
+def test_compiled_kernel_on_accelerator(backend):
+    """The compiled (not interpreted) kernel with the backend's default tiles, on ragged shapes
+    in one and two passes. Runs only on a GPU/TPU host (`pytest -m gpu` or `-m tpu`)."""
+    if jax.default_backend() != backend:
+        pytest.skip(f"needs a {backend}")
+    cases = [((300, 1000), (0,)), ((1000, 300), (0,)), ((12, 64, 100), (0, 1))]
+    for (shape, axes), dtype in itertools.product(cases, (jnp.float32, jnp.bfloat16)):
+        g, m, w = _inputs(shape, dtype, seed=7)
+        kernel = _variants(
+            g, m, w, LR, impl="pallas", axes=axes, bs=None, every=True, compiled=True
+        )
+        ref = _variants(g, m, w, LR, impl="reference", axes=axes, bs=None, every=True)
+        close = _close_f32 if dtype == jnp.float32 else _close_bf16
+        for (o, mo), (ro, rmo) in zip(kernel, ref, strict=True):
+            close(o, ro)
+            if mo is not None:
+                close(mo, rmo)
