@@ -1,7 +1,7 @@
 """Pallas column-normalized update on a 2-D view [fan_in, fan_out] (see reference.py for the math).
 
 The caller's array is viewed as X2 [F, N]: reduce (fan-in) axes first, the rest flattened into
-columns; each column gets its own scale. The grid tiles the columns.
+columns; each column gets its own scale. Tiles are [rows, cols] blocks of X2.
 
 - One pass (F fits one row block): each program loads its [rows, cols] tile of G (and M, W) once,
   reduces over rows, and writes W (and M) once.
