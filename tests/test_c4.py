@@ -163,3 +163,16 @@ def test_t5_tokenizer_names_the_install_command(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "sentencepiece", None)  # as when it is not installed
     with pytest.raises(ImportError, match=r"pip install sentencepiece==0\.2\.3"):
         c4.T5SentencePiece(tmp_path / "spiece.model")
+
+
+def test_lm_data_packs_train_and_caps_validation_tokens(root):
+    data = c4.lm_data(root, 4, tokenizer=TOK, max_train_documents=20, val_tokens=10**6)
+    shuffled = list(c4.read_documents(c4.c4_files(root, "train"), seed=42))[:20]
+    assert shuffled != DOCS[:20]  # the file order is shuffled with the seed
+    np.testing.assert_array_equal(data.train, pack_documents(shuffled, TOK, 4))
+    np.testing.assert_array_equal(data.val, pack_documents(["held out"], TOK, 4))
+    assert data.vocab_size == 257
+    # Reading stops once the validation budget is reached: "held out" + eos is 9 tokens.
+    _write_json(root / "c4-validation.00001-of-00008.json.gz", ["x" * 40] * 5, gz=True)
+    assert c4.lm_data(root, 4, tokenizer=TOK, val_tokens=9).val.shape == (1, 5)
+    assert c4.lm_data(root, 4, tokenizer=TOK, val_tokens=10).val.shape == (10, 5)  # 9 + 41

@@ -16,10 +16,13 @@ Two modes:
   tokens[:-1] (the HF causal-LM shift).
 - "pack": documents joined with eos and cut into [n, max_length + 1] windows
   (`shared.data.lm_pipeline`): no padding, every target counts.
+`lm_data` gives packed train/validation windows for loops that take windows (`shared.train.lm`);
+`stream_batches` builds batches on the fly for corpora that do not fit memory.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import pathlib
@@ -295,3 +298,46 @@ def stream_batches(
         while len(stream) >= batch_size * width:
             yield {"tokens": stream[: batch_size * width].reshape(batch_size, width)}
             stream = stream[batch_size * width :]
+
+
+@dataclasses.dataclass(frozen=True)
+class C4Windows:
+    train: np.ndarray  # [n_train, seq_len + 1] int32 packed windows
+    val: np.ndarray  # [n_val, seq_len + 1] int32, the validation split in shard order
+    vocab_size: int
+
+
+def lm_data(
+    root: str | pathlib.Path,
+    seq_len: int = 256,
+    *,
+    tokenizer: Tokenizer | None = None,
+    max_train_documents: int | None = None,
+    val_tokens: int = 10_000_000,
+    seed: int = 42,
+) -> C4Windows:
+    """Packed windows of local C4 for a training loop that takes `[n, seq_len + 1]` windows.
+
+    tokenizer: default `T5SentencePiece(root / "spiece.model")`. train: the first
+    `max_train_documents` documents (all when None) with the file order shuffled by `seed`.
+    val: validation documents in shard order until `val_tokens` tokens are read (the official
+    evaluation stops after ~10M tokens). Packing differs from the official pad-to-max-length
+    examples (`c4_examples(mode="pad")`): no pad tokens, and documents run across windows.
+    """
+    tok = (
+        tokenizer if tokenizer is not None else T5SentencePiece(pathlib.Path(root) / "spiece.model")
+    )
+    train_docs = read_documents(c4_files(root, "train"), seed=seed)
+    if max_train_documents is not None:
+        train_docs = (t for _, t in zip(range(max_train_documents), train_docs))
+    val_docs, n_tokens = [], 0
+    for text in read_documents(c4_files(root, "validation")):
+        if n_tokens >= val_tokens:
+            break
+        val_docs.append(text)
+        n_tokens += len(tok.encode(text)) + 1  # + eos
+    return C4Windows(
+        train=pack_documents(train_docs, tok, seq_len),
+        val=pack_documents(val_docs, tok, seq_len),
+        vocab_size=int(tok.vocab_size),
+    )
