@@ -1,0 +1,1 @@
+"""Scale-continuous GNNs: embeddings that converge across graph resolutions."""
