@@ -120,7 +120,7 @@ CONFIGS: dict[str, Config] = {
     # Table `llm`: SmolLM2-135M, held-out Wikipedia, a very short continued training.
     "cpu": Config(
         data=DataConfig("wikipedia", "smollm2", seq_len=128, eval_tokens=1024, eval_batch=8),
-        finetune=PhaseConfig(steps=10, batch_size=2, lr=5e-5, warmup_steps=1),
+        finetune=PhaseConfig(steps=8, batch_size=1, lr=5e-5, warmup_steps=1),
         checkpoints=False,  # 1.6 GB of weights + Adam state per variant: not worth it here
     ),
     # Table `ablation`: the spec's protocol (pretrain, PTQ, QAT finetune from the same
