@@ -11,6 +11,7 @@ from kernels_pallas.fp4 import (
     mxfp4_fake_quantize,
     nvfp4_fake_quantize,
 )
+from kernels_pallas.fp4.reference import nvfp4_last_axis
 
 E2M1_GRID = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
@@ -119,3 +120,11 @@ def test_mxfp4_power_of_two_scale():
     # amax 0.1 -> floor(log2 0.1) = -4 -> scale 2^-6; 0.1 * 64 = 6.4 -> 6 -> 0.09375.
     y = jnp.array([0.1] + [0.0] * 31)
     assert float(mxfp4_fake_quantize(y)[0]) == 6 * 2.0**-6
+
+
+def test_kernel_form_of_block_maxima_matches_the_reshape_form():
+    x = jax.random.normal(jax.random.key(6), (8, 64)) * jnp.exp(jnp.linspace(-9.0, 3.0, 64))
+    f = jax.jit(nvfp4_last_axis, static_argnames=("reshape_free",))
+    np.testing.assert_array_equal(
+        np.asarray(f(x, reshape_free=True)), np.asarray(f(x, reshape_free=False))
+    )

@@ -70,18 +70,38 @@ def _group(x: jax.Array, block: int) -> jax.Array:
     return x.reshape(*x.shape[:-1], x.shape[-1] // block, block)
 
 
+def _group_amax_masked(a: jax.Array, block: int) -> jax.Array:
+    """Block amax of |x| broadcast back to x's shape, via one masked row-max per block.
+
+    Equivalent to the reshape form; used inside kernels because splitting the minor (lane) axis
+    by a reshape is not lowered by every Pallas backend, while iota/compare/select/max are.
+    """
+    gid = jax.lax.broadcasted_iota(jnp.int32, a.shape, a.ndim - 1) // block
+    out = jnp.zeros_like(a)
+    for g in range(a.shape[-1] // block):
+        in_g = gid == g
+        out = jnp.where(in_g, jnp.max(jnp.where(in_g, a, 0.0), axis=-1, keepdims=True), out)
+    return out
+
+
 def nvfp4_last_axis(
-    x: jax.Array, block: int = NVFP4_BLOCK, global_scale: bool = False
+    x: jax.Array, block: int = NVFP4_BLOCK, global_scale: bool = False, reshape_free: bool = False
 ) -> jax.Array:
     """NVFP4 fake quantization along the last axis (size divisible by `block`), float32 out.
 
     global_scale: the optional second level, s_enc = 6 * 448 / amax(x) over all of `x` (callers
     pass one tile), block scale e4m3(amax_block / 6 * s_enc), dequantized with s_dec = 1 / s_enc.
     Blocks whose E4M3 scale rounds to zero are flushed to zero (their x / scale is undefined).
+    Reconstruction: the flush-to-zero of underflowing scales (alternative: clamp the scale to the
+    smallest E4M3 subnormal 2^-9, which keeps tiny blocks at the cost of saturating them).
+    reshape_free: compute block maxima with masks instead of a reshape (for kernel bodies).
     """
     xf = x.astype(jnp.float32)
-    g = _group(xf, block)
-    amax = jnp.max(jnp.abs(g), axis=-1, keepdims=True)
+    if reshape_free:
+        g, amax = xf, _group_amax_masked(jnp.abs(xf), block)
+    else:
+        g = _group(xf, block)
+        amax = jnp.max(jnp.abs(g), axis=-1, keepdims=True)
     if global_scale:
         tmax = jnp.max(jnp.abs(xf))
         s_enc = jnp.where(tmax > 0, E2M1_MAX * E4M3_MAX / jnp.where(tmax > 0, tmax, 1.0), 1.0)
@@ -97,6 +117,8 @@ def mxfp4_last_axis(x: jax.Array, block: int = MXFP4_BLOCK) -> jax.Array:
     """MXFP4 fake quantization along the last axis: E8M0 scale 2^(floor(log2 amax) - 2).
 
     The shared exponent follows the OCP MX spec (emax of E2M1 is 2); elements saturate at +-6.
+    Reconstruction: MXFP4 is only an option here (Attn-QAT uses NVFP4); alternative considered:
+    the round-up exponent ceil(log2(amax / 6)), which avoids saturation but wastes range.
     """
     xf = x.astype(jnp.float32)
     g = _group(xf, block)

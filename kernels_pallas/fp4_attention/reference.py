@@ -14,6 +14,11 @@ official code turn the global scales off, so the attention does not offer them).
 Backward (Algorithm 3): P = exp(S - L), dV = P_v^T dO, dP = dO V^F^T, dS = P (dP - D) / sqrt(H),
 dQ = dS K^F, dK = dS^T Q^F, with (P_v, D) chosen by the mode; gradients pass straight through the
 Q/K/V quantizers.
+
+Reconstruction (not fixed by the paper or code): l and O' are accumulated in float32 (the official
+reference rounds P~ to bf16 first); fp4_ptq's gradient is defined as drop-in QAT's; causal masking
+is top-left aligned and needs T == S (alternative: bottom-right alignment for T < S, not needed by
+the decoders here).
 """
 
 from __future__ import annotations
@@ -130,6 +135,7 @@ class Forward(NamedTuple):
     vf: jax.Array
 
 
+@functools.partial(jax.jit, static_argnames=("mode", "causal", "block_sizes"))
 def forward(q, k, v, *, mode: str, causal: bool, block_sizes: BlockSizes) -> Forward:
     """Dense forward with the kernel's tile order (see the module docstring)."""
     bs = block_sizes
@@ -165,6 +171,7 @@ class Backward(NamedTuple):
     d: jax.Array  # [B, N, T] the D the mode uses
 
 
+@functools.partial(jax.jit, static_argnames=("mode", "causal", "block_sizes"))
 def backward(fwd: Forward, do, *, mode: str, causal: bool, block_sizes: BlockSizes) -> Backward:
     """Dense backward (Algorithm 3) with the mode's choice of D and of P in dV (float32)."""
     flags = mode_flags(mode)
