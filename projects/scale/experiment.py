@@ -98,8 +98,9 @@ class Config:
 
 
 CONFIGS: dict[str, Config] = {
+    # Seconds: fixed LR (the sweep has its own test), one small block.
     "smoke": Config(
-        lr=0.0,
+        lr=0.03,
         sweep_lrs=(1e-2, 3e-2),
         sweep_steps=4,
         steps=6,
@@ -241,7 +242,7 @@ def choose_lr(cfg: Config, data, name: str, cache_dir: pathlib.Path) -> tuple[fl
 
     Each grid point is cached in cache_dir (keyed by everything that changes it)."""
     base = cfg
-    if name != cfg.optimizer:  # borrowed: the other optimizer's own sweep, with its defaults
+    if cfg.lr_from:  # borrowed: that optimizer's own sweep, at the config's defaults
         base = dataclasses.replace(cfg, optimizer=name, sweep_lrs=(), adam_lr=Config.adam_lr)
     base = dataclasses.replace(base, lr_from="", lr_scale=1.0, seed=cfg.sweep_seed)
     grid = list(base.grid())

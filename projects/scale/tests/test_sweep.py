@@ -1,0 +1,37 @@
+"""The LR sweep: best grid point, one extension past an edge, cached across seeds."""
+
+import dataclasses
+
+from projects.scale import experiment
+
+
+def test_sweep_extends_past_an_edge_and_caches(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_train(cfg, data, name, lr, steps, seed, workdir=None):
+        calls.append((name, lr, steps, seed, cfg.adam_lr))
+        return {}, (lr - 0.5) ** 2, 1.0  # best at 0.5: above the grid's top value 0.3
+
+    monkeypatch.setattr(experiment, "_train", fake_train)
+    cfg = dataclasses.replace(
+        experiment.CONFIGS["smoke"], lr=0.0, sweep_lrs=(0.03, 0.1, 0.3), seed=2
+    )
+    lr, sweep = experiment.choose_lr(cfg, None, cfg.optimizer, tmp_path)
+    assert abs(lr - 0.9) < 1e-9  # 0.3 * (0.3 / 0.1): the one extension
+    assert list(sweep) == ["0.03", "0.1", "0.3", "0.9"]
+    assert all(c[2] == cfg.sweep_steps and c[3] == cfg.sweep_seed for c in calls)
+    n = len(calls)
+    again, _ = experiment.choose_lr(dataclasses.replace(cfg, seed=1), None, cfg.optimizer, tmp_path)
+    assert again == lr and len(calls) == n  # other seeds reuse the cached sweep
+    # borrowing: another optimizer's own sweep at its defaults, whatever this row's adam_lr is
+    row = dataclasses.replace(cfg, optimizer="scale_l2", lr_from="scale", adam_lr=1e-3)
+    experiment.choose_lr(row, None, "scale", tmp_path / "b")
+    assert {c[0] for c in calls[n:]} == {"scale"}
+    assert {c[4] for c in calls[n:]} == {experiment.Config.adam_lr}
+    m = len(calls)  # the same optimizer borrowing its own sweep with another adam_lr: cached
+    own = dataclasses.replace(cfg, optimizer="scale", lr_from="scale", adam_lr=1e-3)
+    base = dataclasses.replace(cfg, optimizer="scale", sweep_lrs=())
+    assert experiment.choose_lr(own, None, "scale", tmp_path / "b") == experiment.choose_lr(
+        base, None, "scale", tmp_path / "b"
+    )
+    assert len(calls) == m
