@@ -122,6 +122,12 @@ def main() -> None:
                 )
             except Exception as err:  # report, keep benchmarking the others
                 print(f"{name} at T={t} failed: {type(err).__name__}: {str(err)[:200]}")
+        if "xla" in times and "pallas_bf16" in times:  # the unquantized kernel must match XLA
+            outs = [
+                jax.jit(methods[m])(q, k, v).astype(jnp.float32) for m in ("pallas_bf16", "xla")
+            ]
+            diff = jnp.abs(outs[0] - outs[1]).max()
+            print(f"T={t}: max |pallas_bf16 - xla| = {float(diff):.2e}")
         base = times.get("xla")
         for name, (f_ms, fb_ms) in times.items():
             row = {
