@@ -82,8 +82,8 @@ CONFIGS: dict[str, Config] = {
         grids=data_lib.DataConfig("grids", **_TINY_DATA),
         train=train.TrainConfig(width=8, depth=2, epochs=2, batch_size=8, epochs_per_call=1),
     ),
-    # The default (one seed about 4 min on 2 idle cores): smaller graphs and sets than the
-    # spec's plan, 2 layers, 40 epochs; fine and coarse training (mixed: --set train_on=...).
+    # The default: smaller graphs and sets than the spec's plan, 2 layers, 40 epochs; training
+    # on fine, coarse and mixed resolutions.
     "cpu": Config(
         molecules=data_lib.DataConfig("molecules", num_graphs=800, heavy_range=(4, 10)),
         grids=data_lib.DataConfig("grids", num_graphs=500, grid_sides=(4, 6)),

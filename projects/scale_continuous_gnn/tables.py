@@ -23,7 +23,14 @@ ROWS = tuple(
 
 MAE = tuple(
     Column(f"train {a} → test {b}", f"{a}_to_{b}", higher_is_better=False)
-    for a, b in (("fine", "fine"), ("fine", "coarse"), ("coarse", "coarse"), ("coarse", "fine"))
+    for a, b in (
+        ("fine", "fine"),
+        ("fine", "coarse"),
+        ("coarse", "coarse"),
+        ("coarse", "fine"),
+        ("mixed", "fine"),
+        ("mixed", "coarse"),
+    )
 )
 GAP = tuple(
     Column(f"{kind}, λ={lam}", f"gap_{kind}@{lam}", higher_is_better=False)

@@ -110,6 +110,7 @@ def forward(model: GraphNet, data: Batch, chunk: int = 128) -> tuple[np.ndarray,
     """(Phi(G) [G, width], head output [G]) in chunks of a fixed size (the last one padded by
     repeating graph 0), so each node count compiles once."""
     g = len(data.y)
+    chunk = min(chunk, g)  # one large graph must not be padded to a chunk of copies
     phis, outs = [], []
     for i in range(0, g, chunk):
         idx = np.arange(i, i + chunk)
