@@ -79,3 +79,25 @@ def test_kernel_without_quantization_equals_softmax_attention_on_ragged_lengths(
         return (out, *vjp(do))
 
     _assert_close(got, [np.asarray(x) for x in naive(q, k, v, do)], atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["attn_qat", "bf16"])
+def test_kernels_lower_to_triton_for_cuda(mode, monkeypatch):
+    # Lowering (not compiling) for CUDA from a CPU host runs every Pallas->Triton rule on the
+    # kernel bodies: a CPU-only construct in them would fail here.
+    from jax import export
+
+    from kernels_pallas.fp4_attention import kernel
+
+    monkeypatch.setattr(kernel, "target_is_gpu", lambda: True)
+    x = jax.ShapeDtypeStruct((1, 96, 1, 64), jnp.bfloat16)  # a shape no other test traces
+
+    def loss(q, k, v):
+        out = fp4_attention(q, k, v, mode=mode, impl="pallas", interpret=False)
+        return jnp.sum(out.astype(jnp.float32))
+
+    checks = [export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")]
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))
+    text = export.export(grad, platforms=["cuda"], disabled_checks=checks)(x, x, x).mlir_module()
+    names = ("fp4_attention_forward", "fp4_attention_dkdv", "fp4_attention_dq")
+    assert text.count("__gpu$xla.gpu.triton") >= 3 and all(n in text for n in names)

@@ -148,6 +148,21 @@ def _dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dq_ref, *, causal, b
     dq_ref[...] = jax.lax.fori_loop(0, upper, body, jnp.zeros(q.shape, jnp.float32))
 
 
+def target_is_gpu() -> bool:
+    """Whether pallas_calls are being lowered for a GPU (a function so tests can lower for CUDA)."""
+    return jax.default_backend() == "gpu"
+
+
+def _compiler_params(interpret: bool, h: int):
+    """Triton on GPU (this jax lowers plain pallas_calls to Mosaic GPU by default, which needs
+    explicit layouts this kernel does not spell out); the default Mosaic backend on TPU."""
+    if interpret or not target_is_gpu():
+        return None
+    from jax.experimental.pallas import triton as pl_triton
+
+    return pl_triton.CompilerParams(num_warps=4 if h <= 64 else 8, num_stages=2)
+
+
 def _tile_spec(block: int, h: int):
     """Blocks of `block` tokens of one (batch, head): array [B, N, L, h]."""
     return pl.BlockSpec((None, None, block, h), lambda b, n, i: (b, n, i, 0))
@@ -200,6 +215,7 @@ def _forward(q, k, v, mode: str, causal: bool, bs: BlockSizes, interpret: bool):
         out_specs=out_specs,
         out_shape=out_shape,
         interpret=interpret,
+        compiler_params=_compiler_params(interpret, h),
         name="fp4_attention_forward",
     )(qf, kf, vf)
     o, lse = outs[0], outs[1]
@@ -238,6 +254,7 @@ def _backward(mode, causal, bs: BlockSizes, interpret, t_real, s_real, res, do):
         out_specs=[_tile_spec(bs.block_kv_dkv, h)] * 2,
         out_shape=[jax.ShapeDtypeStruct((b, n, sp, h), jnp.float32)] * 2,
         interpret=interpret,
+        compiler_params=_compiler_params(interpret, h),
         name="fp4_attention_dkdv",
     )(qf, kf, vf, do, lse, d)
     dq = pl.pallas_call(
@@ -254,6 +271,7 @@ def _backward(mode, causal, bs: BlockSizes, interpret, t_real, s_real, res, do):
         out_specs=_tile_spec(bs.block_q_dq, h),
         out_shape=jax.ShapeDtypeStruct((b, n, tp, h), jnp.float32),
         interpret=interpret,
+        compiler_params=_compiler_params(interpret, h),
         name="fp4_attention_dq",
     )(qf, kf, vf, do, lse, d)
 
