@@ -183,10 +183,16 @@ def restore_paper_model(cfg: Config, mesh) -> Llama:
     return abstract
 
 
-def paper_abstract_model(cfg: Config) -> Llama:
-    """The paper model without memory (jax.ShapeDtypeStruct leaves), with its attention."""
+def paper_abstract_model(cfg: Config, num_layers: int | None = None) -> Llama:
+    """The paper model without memory (jax.ShapeDtypeStruct leaves), with its attention;
+    `num_layers` truncates it (tests build the per-block shapes cheaply)."""
+    base = models.LLAMA31_70B
     lcfg = dataclasses.replace(
-        models.LLAMA31_70B, max_seq_len=max(models.LLAMA31_70B.max_seq_len, cfg.data.seq_len)
+        base,
+        num_layers=num_layers or base.num_layers,
+        max_seq_len=max(base.max_seq_len, cfg.data.seq_len),
+        attention="attn_qat",
+        attention_impl=cfg.model.attention_impl,
     )
     return nnx.eval_shape(lambda: Llama(lcfg, rngs=nnx.Rngs(0)))
 

@@ -14,8 +14,8 @@ LABELS = {
     "bf16": "BF16 (FP4 kernel, quantization off)",
     "drop_in_qat": "drop-in QAT",
     "attn_qat": "Attn-QAT",
-    "only_o_prime": "fix 1 only (D from O')",
-    "only_quantized_p": "fix 2 only (fq(P) for dV)",
+    "only_o_prime": "only D from O'",
+    "only_quantized_p": "only fq(P) in dV",
 }
 
 

@@ -1,7 +1,6 @@
 """Every config and table row builds; bad configs fail naming the field; the paper config builds
 abstractly (70B shapes, sharding rules that divide its mesh, a traced training step)."""
 
-import dataclasses
 import re
 
 import jax
@@ -13,6 +12,7 @@ from projects.attn_qat import experiment, tables
 from shared.config import ConfigError, apply_overrides
 from shared.models.llama import count_params, next_token_loss
 from shared.models.llama_sharding import llama_rules
+from shared.tables import overrides_for
 
 
 def test_every_config_is_valid_and_has_the_three_levels():
@@ -27,10 +27,12 @@ def test_every_config_is_valid_and_has_the_three_levels():
 def test_every_table_run_builds_a_valid_config(table):
     runs = table.runs()
     assert len({seed for _, seed in runs}) >= 2
-    for overrides, seed in runs:
-        cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
-        for row in table.rows:  # every row's prefix is produced by the run
-            assert row.prefix == "pretrained" or row.prefix in cfg.variants, row
+    for seed in table.seeds:
+        for row in table.rows:
+            overrides = overrides_for(row, table.sections[0].columns[0])
+            cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
+            # The row's run produces the row's metrics (the start is evaluated when asked).
+            assert cfg.eval_start if row.prefix == "pretrained" else row.prefix in cfg.variants
     labels = {r.label for r in table.rows}
     for a, b in table.compare:
         assert a in labels and b in labels
@@ -53,12 +55,14 @@ def test_invalid_configs_are_rejected_naming_the_field():
 
 def test_paper_model_builds_abstractly_and_its_sharding_divides_the_mesh():
     cfg = experiment.CONFIGS["paper"]
-    model = experiment.paper_abstract_model(cfg)
-    assert 70.0e9 < count_params(model) < 71.0e9  # Llama-3.1-70B: 70.6 B parameters
+    one, two = (experiment.paper_abstract_model(cfg, n) for n in (1, 2))
+    assert two.cfg.attention == "attn_qat" and two.cfg.attention_impl == "pallas"
+    per_block = count_params(two) - count_params(one)
+    total = count_params(one) + 79 * per_block  # 80 identical blocks
+    assert 70.5e9 < total < 70.6e9  # Llama-3.1-70B: 70.55 B parameters
     sizes = dict(zip(("data", "model"), cfg.mesh_shape))
     rules = llama_rules(cfg.sharding)
-    flat = nnx.to_flat_state(nnx.state(model, nnx.Param))
-    for path, var in flat:
+    for path, var in nnx.to_flat_state(nnx.state(two, nnx.Param)):
         name = "/".join(map(str, path))
         spec = next((s for r, s in rules if re.fullmatch(r, name)), ())
         for dim, axis in zip(var.shape, spec):
@@ -68,10 +72,7 @@ def test_paper_model_builds_abstractly_and_its_sharding_divides_the_mesh():
 def test_paper_training_step_traces_with_the_pallas_kernel():
     # Two blocks of the paper model, one sequence of the paper's length, traced (not run).
     cfg = experiment.CONFIGS["paper"]
-    lcfg = dataclasses.replace(experiment.models.LLAMA31_70B, num_layers=2,
-                               attention="attn_qat", attention_impl="pallas")  # fmt: skip
-    model = nnx.eval_shape(lambda: experiment.Llama(lcfg, rngs=nnx.Rngs(0)))
-    graphdef, state = nnx.split(model)
+    graphdef, state = nnx.split(experiment.paper_abstract_model(cfg, 2))
     windows = jax.ShapeDtypeStruct((1, cfg.data.seq_len + 1), jnp.int32)
 
     def loss(state, w):

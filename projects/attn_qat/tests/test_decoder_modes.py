@@ -12,7 +12,7 @@ from projects.attn_qat.model import with_attention
 from shared.models.llama import Llama, LlamaConfig, next_token_loss
 
 # head_dim 16 (one NVFP4 group); T = 40 is not a multiple of the 32-token tiles.
-CFG = LlamaConfig(vocab_size=61, dim=32, num_layers=2, num_heads=2, num_kv_heads=1, ffn_dim=48,
+CFG = LlamaConfig(vocab_size=61, dim=32, num_layers=1, num_heads=2, num_kv_heads=1, ffn_dim=48,
                   max_seq_len=64)  # fmt: skip
 TOKENS = jax.random.randint(jax.random.key(1), (2, 40), 0, CFG.vocab_size)
 FP4 = ("fp4_ptq", "drop_in_qat", "attn_qat", "only_o_prime", "only_quantized_p")
