@@ -75,10 +75,12 @@ class Config:
 CPU_TRAIN = TrainParams(lr=5e-3, epochs=40, eval_every=5)
 
 CONFIGS: dict[str, Config] = {
-    # Seconds: a tiny graph, two epochs, every sampler and the R2 grid.
+    # Seconds: a tiny graph, two epochs, R2 (the π⁺ selection path) and the oracle (its own
+    # forbidden set). Unit tests cover every sampler; each sampler here costs a compilation.
     "smoke": Config(
         synthetic=SyntheticConfig(num_users=120, num_items=90, density=0.05),
-        r2_pi_grid=(0.0, 0.1),
+        samplers=("r2", "oracle"),
+        r2_pi_grid=(0.1,),
         pool_size=8,
         sampler=smp.SamplerParams(n_negs=8),
         train=TrainParams(dim=8, num_layers=2, lr=1e-2, batch_size=64, epochs=2, eval_every=1),

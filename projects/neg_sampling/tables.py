@@ -104,9 +104,9 @@ def figures(table: Table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Pat
             if cs:
                 m = np.mean(cs, 0)
                 ax.plot(np.arange(1, len(m) + 1), m, label=label.split(" (")[0].split(":")[0])
-        ax.set(title=SETTINGS[setting], xlabel="epoch", yscale="log")
+        ax.set(title=SETTINGS[setting], xlabel="epoch")
     axes[0].set_ylabel("false-negative rate of sampled negatives")
-    axes[-1].legend(fontsize=7)
+    axes[0].legend(fontsize=7)
     paths.append(out / "fnr_per_epoch.png")
     save_figure(fig, paths[-1])
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -114,11 +114,13 @@ def figures(table: Table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Pat
         sel = [r for s, r, _ in runs if s == setting]
         if not sel:
             continue
-        pis = sorted({0.0} | {float(k[5:].split("/")[0]) for k in sel[0] if k.startswith("r2_pi")})
+        pis = sorted({float(k[5:].split("/")[0]) for k in sel[0] if k.startswith("r2_pi")})
+        if "r1/recall" in sel[0]:
+            pis = sorted({0.0} | set(pis))  # π⁺ = 0 is R1
         for ax, metric in zip(axes, ("recall", "recall_hidden")):
             vals = [
-                [r[f"r1/{metric}"] if p == 0.0 and f"r2_pi0/{metric}" not in r
-                 else r[f"r2_pi{p:g}/{metric}"] for r in sel]
+                [r[f"r2_pi{p:g}/{metric}"] if f"r2_pi{p:g}/{metric}" in r else r[f"r1/{metric}"]
+                 for r in sel]
                 for p in pis
             ]  # fmt: skip
             m, sd = (
