@@ -57,7 +57,7 @@ def time_update(tx: optax.GradientTransformation, params, grads, repeats: int) -
 
     step = jax.jit(step, donate_argnums=(0, 1))
     p = jax.tree.map(jnp.copy, params)
-    s = tx.init(p)
+    s = jax.tree.map(jnp.copy, tx.init(p))  # no aliased leaves: each buffer donated once
     p, s = step(p, s, grads)  # compile
     jax.block_until_ready((p, s))
     times = []

@@ -121,8 +121,9 @@ def scale_by_adam_eps_first(
     after, to sqrt(v_hat)); the two differ while v is small."""
 
     def init_fn(params):
-        zeros = jax.tree.map(jnp.zeros_like, params)
-        return AdamOfficialState(jnp.zeros([], jnp.int32), zeros, zeros)
+        mu = jax.tree.map(jnp.zeros_like, params)
+        nu = jax.tree.map(jnp.zeros_like, params)  # separate buffers (donation-safe)
+        return AdamOfficialState(jnp.zeros([], jnp.int32), mu, nu)
 
     def update_fn(updates, state, params=None):
         del params

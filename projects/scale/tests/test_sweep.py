@@ -1,6 +1,7 @@
 """The LR sweep: best grid point, one extension past an edge, cached across seeds."""
 
 import dataclasses
+import math
 
 from projects.scale import experiment
 
@@ -10,7 +11,7 @@ def test_sweep_extends_past_an_edge_and_caches(tmp_path, monkeypatch):
 
     def fake_train(cfg, data, name, lr, steps, seed, workdir=None):
         calls.append((name, lr, steps, seed, cfg.adam_lr))
-        return {}, (lr - 0.5) ** 2, 1.0  # best at 0.5: above the grid's top value 0.3
+        return {}, math.log(lr / 0.9) ** 2, 1.0  # best at 0.9: above the grid's top value 0.3
 
     monkeypatch.setattr(experiment, "_train", fake_train)
     cfg = dataclasses.replace(
