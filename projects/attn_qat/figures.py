@@ -57,3 +57,43 @@ def grad_norm_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathl
     save_figure(fig, path)
     plt.close(fig)
     return [path]
+
+
+def fp4_gap_summary(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Paired FP4 penalty per row: FP4-inference loss minus full-precision loss of the same
+    weights on the same windows, mean ± std over the seeds that measured it."""
+    from shared.results import format_cell
+
+    gaps: dict[str, list[float]] = {}
+    for workdir in workdirs.values():
+        path = workdir / "results.json"
+        metrics = json.loads(path.read_text()) if path.exists() else {}
+        for row in table.rows:
+            full, fp4 = (
+                metrics.get(f"{row.prefix}/full_loss"),
+                metrics.get(f"{row.prefix}/fp4_loss"),
+            )
+            if full is not None and fp4 is not None:
+                gaps.setdefault(row.label, []).append(fp4 - full)
+    lines = [
+        f"# {table.title}: FP4 penalty",
+        "",
+        "Held-out loss under FP4 attention minus the loss of the same weights under "
+        "full-precision attention (nats per token, paired on the same windows; lower is "
+        "better), mean ± std over seeds.",
+        "",
+        "| | FP4 − full-precision loss | seeds |",
+        "|---|---|---|",
+    ]
+    for row in table.rows:
+        if row.label in gaps:
+            vals = gaps[row.label]
+            lines.append(f"| {row.label} | {format_cell(vals, 4)} | {len(vals)} |")
+    path = out_dir / f"{table.name}_fp4_gap.md"
+    path.write_text("\n".join(lines) + "\n")
+    return [path]
+
+
+def after_table(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Everything written after a table: the gradient-norm figure and the paired FP4 penalty."""
+    return grad_norm_figure(table, workdirs, out_dir) + fp4_gap_summary(table, workdirs, out_dir)
