@@ -114,9 +114,8 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, *,
         dk = dk + _dot(ds.astype(q.dtype), q, 0, 0)
         return dk, dv
 
-    lower = (
-        jax.lax.div(j * bk, bq) if causal else 0
-    )  # query tiles entirely above the diagonal are skipped
+    # Causal: query tiles entirely above the diagonal are skipped.
+    lower = jax.lax.div(j * bk, bq) if causal else 0
     zeros = jnp.zeros(k.shape, jnp.float32)
     dk, dv = jax.lax.fori_loop(lower, num_q, body, (zeros, zeros))
     dk_ref[...] = dk
