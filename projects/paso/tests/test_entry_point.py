@@ -10,6 +10,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 
@@ -50,16 +51,17 @@ def test_bad_configs_are_rejected():
 
 
 def _same_trajectory(prob, T=5, P=4):
-    """PASO at τ = 0 against the sequential run; differs if a batch were not keyed by t.
-    Adam's first steps are ±lr·sign(g): a gradient entry near 0 whose last bits differ between
-    the vmapped window and the single gradient moves by up to ~lr·eps/|g|, so these networks
-    are held to 1e-5 (float32 over several layers), the toy problems of test_paso to 1e-6."""
-    tx, g = prob.tx, prob.grad_fn
+    """PASO at τ = 0 against the sequential run with SGD; differs if a batch were not keyed by t.
+    SGD, not the problem's Adam: Adam's first steps are ±lr·sign(g), so a near-zero gradient
+    entry whose last bits differ between the vmapped window and the single gradient can move a
+    parameter by ~lr (measured 2e-6 on the LLaMA embedding); test_paso covers Adam's exactness
+    on a problem without such entries. Float32 rounding over 5 steps: 1e-6 relative."""
+    tx, g = optax.sgd(0.1), prob.grad_fn
     ref, _, _ = jax.jit(lambda p, d: sequential(tx, g, p, d, T))(prob.params, prob.data)
     cfg = PasoConfig(P, tol=0.0, ema_decay=1.0)
     res = jax.jit(lambda p, d: paso(tx, g, p, d, T, cfg))(prob.params, prob.data)
     for a, b in zip(jax.tree.leaves(res.params), jax.tree.leaves(ref)):
-        assert float(jnp.max(jnp.abs(a - b))) <= 1e-5 * float(jnp.max(jnp.abs(b)))
+        assert float(jnp.max(jnp.abs(a - b))) <= 1e-6 * float(jnp.max(jnp.abs(b)))
     g0 = g(prob.params, jnp.int32(0), prob.data)
     g0_again = g(prob.params, jnp.int32(0), prob.data)
     g1 = g(prob.params, jnp.int32(1), prob.data)
@@ -79,7 +81,7 @@ def test_problems_are_keyed_by_step():
     windows = np.random.default_rng(0).integers(0, 257, (8, 17)).astype(np.int32)
     data = {"windows": jnp.asarray(windows), "perm": jnp.arange(8, dtype=jnp.int32)}
     prob = problems.Problem(
-        "llama", params, data, problems.lm_grad_fn(graphdef, 2), problems.optax.adam(1e-3),
+        "llama", params, data, problems.lm_grad_fn(graphdef, 2), optax.adam(1e-3),
         None, "",
     )  # fmt: skip
     assert _same_trajectory(prob) == (True, True)
@@ -102,7 +104,7 @@ def test_paper_config_builds_with_eval_shape():
     pcfg = PasoConfig(cfg.windows[0], cfg.tol, cfg.ema_decay, cfg.agg)
     grad = problems.lm_grad_fn(graphdef, lm.batch_size)
     out = jax.eval_shape(
-        lambda p, d: paso(problems.optax.adam(lm.lr), grad, p, d, lm.steps, pcfg, mesh=mesh),
+        lambda p, d: paso(optax.adam(lm.lr), grad, p, d, lm.steps, pcfg, mesh=mesh),
         abstract,
         data,
     )
@@ -118,10 +120,10 @@ def test_smoke_run_through_the_entry_point(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     m = json.loads((tmp_path / "results.json").read_text())
-    for p in (4, 8):
-        assert 1 <= m[f"mnist_mlp/paso{p}/K"] <= 30
-        assert m[f"mnist_mlp/paso{p}/speedup"] == 30 / m[f"mnist_mlp/paso{p}/K"]
-        assert 1 <= m[f"mnist_mlp/paso{p}/evals_per_step"] <= p
+    for p, label in ((4, "paso4"), (8, "paso8_fixed")):
+        assert 1 <= m[f"mnist_mlp/{label}/K"] <= 30
+        assert m[f"mnist_mlp/{label}/speedup"] == 30 / m[f"mnist_mlp/{label}/K"]
+        assert 1 <= m[f"mnist_mlp/{label}/evals_per_step"] <= p
+        anchors = np.load(tmp_path / "anchors.npz")[label]
+        assert anchors[-1] == 30 and (np.diff(anchors) >= 1).all() and (np.diff(anchors) <= p).all()
     assert 0.0 < m["mnist_mlp/seq/metric"] <= 1.0
-    anchors = np.load(tmp_path / "anchors.npz")
-    assert anchors["paso8"][-1] == 30 and (np.diff(anchors["paso8"]) >= 1).all()
