@@ -51,7 +51,7 @@ def grad_norm_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathl
     ax.set_yscale("log")
     ax.set_xlabel("finetuning step")
     ax.set_ylabel("global gradient norm (before clipping)")
-    ax.set_title(f"{table.title.split(':')[0]}: gradient norm, mean of {len(table.seeds)} seeds")
+    ax.set_title(f"table {table.name}: mean of {len(table.seeds)} seeds (faint: each seed)")
     ax.legend(fontsize=8)
     path = out_dir / f"{table.name}_grad_norm.png"
     save_figure(fig, path)
