@@ -206,3 +206,16 @@ def test_a_dimension_the_mesh_does_not_divide_is_kept_whole_with_a_warning():
     assert model.layers[0].mlp.up_proj.kernel[...].sharding.spec == P("data")
     assert model.layers[0].self_attn.q_proj.kernel[...].sharding.spec == P("data", "model")
     np.testing.assert_allclose(np.asarray(_forward(model, x)), reference, atol=1e-5)
+
+
+def test_attention_field_selects_the_fp4_kernel_and_defaults_to_dot_product():
+    assert NANO.attention == "dot_product"
+    with pytest.raises(ValueError, match="attention='nope'"):
+        dataclasses.replace(NANO, attention="nope")
+    tokens = _tokens((2, 40))  # 40: not a multiple of the kernel's 32-token tiles
+    ref = _forward(_model(), tokens)
+    # The FP4 kernel with quantization off ("bf16") is exact causal attention; FP4 is not.
+    off = _forward(_model(dataclasses.replace(NANO, attention="bf16")), tokens)
+    np.testing.assert_allclose(off, ref, atol=1e-5, rtol=0)
+    fp4 = _forward(_model(dataclasses.replace(NANO, attention="fp4_ptq")), tokens)
+    assert np.abs(np.asarray(fp4) - np.asarray(ref)).max() > 1e-3
