@@ -60,7 +60,7 @@ class DataConfig:
     seq_len: int = 128  # tokens per window
     eval_tokens: int = 4096  # held-out next-token targets (fixed windows, same for every run)
     eval_batch: int = 8  # windows per evaluation batch
-    data_dir: str = ""  # c4: folder of c4-train.*.json(.gz) / c4-validation.*.json(.gz)
+    data_dir: str = ""  # c4: folder of the c4/en shards (JSON lines, .json.gz or ArrayRecord)
 
 
 @dataclasses.dataclass(frozen=True)
