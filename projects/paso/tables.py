@@ -136,3 +136,43 @@ def accepted_steps_figure(table, workdirs: dict, out: pathlib.Path) -> list[path
 
 
 FIGURES = {"steps": accepted_steps_figure}
+
+
+def write_finished(names: tuple[str, ...] = ("steps", "wallclock")) -> None:
+    """Writes the tables from the runs that have finished under runs/tables/paso (missing
+    cells show "–" and the json gives n per cell), through launch/reproduce.py's writer.
+
+    python -m projects.paso.tables
+    """
+    import hashlib
+    import json
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "launch"))
+    import registry
+    import reproduce
+
+    from projects.paso import experiment
+    from shared import results
+    from shared.config import apply_overrides, dumps
+
+    for name in names:
+        table = TABLES[name]
+        measured, workdirs = {}, {}
+        for overrides, seed in table.runs():
+            cfg = apply_overrides(experiment.CONFIGS[table.config], [*overrides, f"seed={seed}"])
+            digest = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:16]
+            workdir = registry.ROOT / "runs" / "tables" / "paso" / digest
+            done = workdir / "results.json"
+            measured[(overrides, seed)] = json.loads(done.read_text()) if done.exists() else {}
+            if done.exists():
+                workdirs[(overrides, seed)] = workdir
+        reproduce.write("paso", table, measured, workdirs, results)
+        if name in FIGURES:
+            for path in FIGURES[name](table, workdirs, root / "projects" / "paso" / "results"):
+                print(f"wrote {path.relative_to(root)}")
+
+
+if __name__ == "__main__":
+    write_finished()
