@@ -53,7 +53,7 @@ MAIN = Table(
     sections=(
         Section("Test MAE (lower is better)", MAE, digits=3),
         Section(
-            "Relative embedding gap on 100 test graphs (trained = trained on coarse)", GAP, digits=4
+            "Relative embedding gap on 100 test graphs (trained = trained on coarse)", GAP, digits=6
         ),
     ),
     notes=(
