@@ -71,7 +71,7 @@ def test_ablations_break_continuity(gaps):
 
 
 def test_trivial_clusters_give_identical_embeddings_for_every_model():
-    graphs = _molecules(3, leaves=(0, 0))  # every cluster a single node: no lambda anywhere
+    graphs = _molecules(6, leaves=(0, 0))  # every cluster a single node: no lambda anywhere
     sizes = data.max_nodes(_molecules(), False), data.max_nodes(_molecules(), True)
     for name in MODELS:  # padded like the `gaps` fixture's graphs: the compiled shapes are reused
         assert experiment.gap_curve(_net(name), graphs, (1e4,), -1.0, *sizes)[0] < 1e-6, name
