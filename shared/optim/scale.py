@@ -23,6 +23,7 @@ import optax
 
 from kernels_pallas.column_norm import column_norm_update
 from shared.optim.labels import AxesFn, fan_in_axes, path_name, scale_labels
+from shared.train.optimizers import warmup_cosine
 
 NORMS = ("rms", "l2", "none")
 
@@ -35,8 +36,7 @@ def scale_schedule(
     if total_steps < 1:
         raise ValueError(f"total_steps={total_steps} must be at least 1")
     warmup = int(0.1 * total_steps) if warmup_steps is None else warmup_steps
-    warmup = min(warmup, total_steps - 1)
-    return optax.warmup_cosine_decay_schedule(0.0, peak, warmup, total_steps, min_ratio * peak)
+    return warmup_cosine(peak, total_steps, warmup, end_ratio=min_ratio)
 
 
 class ColumnNormState(NamedTuple):

@@ -6,10 +6,15 @@ import jax
 import optax
 
 
-def warmup_cosine(lr: float, total_steps: int, warmup_steps: int = 0) -> optax.Schedule:
-    """Linear warm-up to `lr`, then cosine decay to 0 over the remaining steps."""
+def warmup_cosine(
+    lr: float, total_steps: int, warmup_steps: int = 0, end_ratio: float = 0.0
+) -> optax.Schedule:
+    """Linear warm-up from 0 to `lr`, then cosine decay to `end_ratio * lr` at `total_steps`
+    (optax's decay_steps includes the warm-up)."""
     warmup_steps = min(warmup_steps, max(total_steps - 1, 0))
-    return optax.warmup_cosine_decay_schedule(0.0, lr, warmup_steps, max(total_steps, 1), 0.0)
+    return optax.warmup_cosine_decay_schedule(
+        0.0, lr, warmup_steps, max(total_steps, 1), end_ratio * lr
+    )
 
 
 def adamw_no_decay_on_vectors(
