@@ -2,160 +2,112 @@
 
     python launch/reproduce.py projects/var_jepa --table main
     python launch/reproduce.py projects/var_jepa            # every table of the project
-    python launch/reproduce.py --all                         # every table of every project
+    python launch/reproduce.py --all                         # every project, then RESULTS.md
+    python launch/reproduce.py --summary                     # RESULTS.md from the committed tables
     python launch/reproduce.py projects/var_jepa --table main --dry-run   # list the runs
     python launch/reproduce.py projects/var_jepa --shard 0/2 & ... --shard 1/2   # two workers
 
-Each run lives in runs/tables/<project>/<hash of config, overrides, seed>/; a finished run is
-reused and an interrupted one resumes from its checkpoints, so rerunning continues the work.
+Runs are cached under runs/tables/<project>/<hash of the config>/ and reused only while none of
+the code they ran has changed (shared/executor.py); an interrupted run resumes. A committed table
+needs a clean tree: `--draft` writes one anyway, titled DRAFT. Tables of `long` configs run only
+with --long.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import os
 import pathlib
+import shlex
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import registry  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # without the install too
+
+from shared import executor, provenance, results_summary  # noqa: E402
+from shared.config import ConfigError, apply_overrides  # noqa: E402
+from shared.table_writer import TableRefused, write_table  # noqa: E402
 
 
-def run_one(
-    project: str, exp, table, overrides: tuple[str, ...], seed: int
-) -> tuple[dict, pathlib.Path]:
-    """The run's metrics and its directory (computed unless a finished run exists)."""
-    from shared import results
-    from shared.config import apply_overrides, dumps
-
-    cfg = apply_overrides(
-        registry.get_config(exp, project, table.config), [*overrides, f"seed={seed}"]
-    )
-    digest = hashlib.sha256(dumps(cfg).encode()).hexdigest()[:16]
-    workdir = registry.ROOT / "runs" / "tables" / project / digest
-    done = workdir / "results.json"
-    workdir.mkdir(parents=True, exist_ok=True)
-    while not done.exists() and not _claim(workdir / "worker.pid"):
-        time.sleep(5)  # another worker (--shard) is running this exact run
-    if done.exists():
-        return json.loads(done.read_text()), workdir
-    results.write_run_info(workdir, dumps(cfg))
-    metrics = exp.run(cfg, workdir)
-    results.write_json(done, metrics)
-    return metrics, workdir
-
-
-def _claim(lock: pathlib.Path) -> bool:
-    """Takes the run for this process unless a live process holds it (a dead one's is stale)."""
-    if lock.exists():
-        try:
-            pid = int(lock.read_text())
-            if pid != os.getpid():
-                os.kill(pid, 0)
-                return False
-        except (ValueError, ProcessLookupError):
-            pass
-    lock.write_text(str(os.getpid()))
-    return True
-
-
-def reproduce(project: str, table_name: str | None, dry_run: bool, shard: tuple[int, int]) -> None:
-    from shared import results
-    from shared.config import ConfigError, apply_overrides
-
-    exp = registry.load_module(project, "experiment")
-    tables_module = registry.load_module(project, "tables")
+def reproduce(project: str, args: argparse.Namespace, command: str, refused: list[str]) -> None:
+    tables_module = executor.load_module(project, "tables")
     tables = tables_module.TABLES
-    if table_name is not None and table_name not in tables:
+    if args.table is not None and args.table not in tables:
         raise SystemExit(
-            f"error: project '{project}' has no table '{table_name}'; available: "
-            f"{', '.join(tables)}"
+            f"error: project '{project}' has no table '{args.table}'; "
+            f"available: {', '.join(tables)}"
         )
-    for name in [table_name] if table_name else list(tables):
+    for name in [args.table] if args.table else list(tables):
         table = tables[name]
+        if table.config == "long" and not (args.long or args.table):
+            print(f"{project}/{name}: a `long` table, skipped (pass --long to run it)")
+            continue
         runs = table.runs()
         print(f"{project}/{name}: {len(runs)} runs of config '{table.config}'", flush=True)
-        if dry_run:
+        if args.dry_run:
+            base = executor.get_config(project, table.config)
             for overrides, seed in runs:
                 try:  # validate every run's config even when not running it
-                    apply_overrides(exp.CONFIGS[table.config], [*overrides, f"seed={seed}"])
+                    apply_overrides(base, [*overrides, f"seed={seed}"])
                 except ConfigError as e:
                     raise SystemExit(f"error: table {name}: {e}") from e
                 print(f"  seed={seed} {' '.join(overrides)}")
             continue
-        measured: dict[tuple[tuple[str, ...], int], dict] = {}
-        workdirs: dict[tuple[tuple[str, ...], int], pathlib.Path] = {}
-        index, count = shard
+        dirty = provenance.dirty_paths()
+        if dirty and not args.draft and args.shard == (0, 1):
+            print(
+                f"  warning: uncommitted code ({', '.join(dirty[:3])}): the runs are made and "
+                "cached, but the table is not written (commit, rerun, or --draft)",
+                flush=True,
+            )
+        measured, workdirs = {}, {}
+        index, count = args.shard
         for i, (overrides, seed) in enumerate(runs):
             if i % count != index:
                 continue
             t0 = time.time()
             key = (overrides, seed)
-            measured[key], workdirs[key] = run_one(project, exp, table, overrides, seed)
-            print(
-                f"  [{i + 1}/{len(runs)}] seed={seed} {' '.join(overrides)} "
-                f"({time.time() - t0:.0f} s)",
-                flush=True,
-            )
+            try:
+                measured[key], workdirs[key], reused = executor.cached_run(
+                    project, table.config, overrides, seed
+                )
+            except executor.RunFailed as e:
+                print(f"error: {e}", file=sys.stderr)
+                refused.append(f"{project}/{name}")
+                break
+            how = "cached" if reused else f"{time.time() - t0:.0f} s"
+            print(f"  [{i + 1}/{len(runs)}] seed={seed} {' '.join(overrides)} ({how})", flush=True)
         if count > 1:
             print(f"shard {index}/{count} done; run without --shard to write the table")
             continue
-        write(project, table, measured, workdirs, results)
-        figure = getattr(tables_module, "FIGURES", {}).get(name)
-        if figure is not None:  # (table, run directories, results dir) -> written paths
-            for path in figure(table, workdirs, registry.ROOT / "projects" / project / "results"):
-                print(f"wrote {path.relative_to(registry.ROOT)}")
-
-
-def write(project: str, table, measured: dict, workdirs: dict, results) -> None:
-    from shared.tables import compare_rows, overrides_for
-
-    rows = [r.label for r in table.rows]
-    texts, data = [f"# {table.title}", ""], {"title": table.title, "sections": []}
-    for sec in table.sections:
-        cells = {}
-        for r in table.rows:
-            for c in sec.columns:
-                key = f"{r.prefix}/{c.metric}"
-                vals = [measured[(overrides_for(r, c), s)].get(key) for s in table.seeds]
-                cells[(r.label, c.label)] = [v for v in vals if v is not None]
-        md, js = results.render_table(
-            title=sec.title,
-            rows=rows,
-            columns=[c.label for c in sec.columns],
-            cells=cells,
-            paper=dict(sec.paper),
-            digits=sec.digits,
-        )
-        texts += [md, ""]
-        verdicts = [compare_rows(a, b, sec.columns, cells) for a, b in table.compare]
-        if verdicts:
-            texts += ["\n".join(verdicts), ""]
-            js["comparisons"] = verdicts
-        data["sections"].append(js)
-    seeds = ", ".join(map(str, table.seeds))
-    info = [json.loads((w / "run.json").read_text()) for w in workdirs.values()]
-    revisions = sorted({i.get("git_revision", "?") for i in info})
-    foot = results.footer(
-        f"config `{table.config}`, seeds {seeds}; runs at revision {', '.join(revisions)}"
-    )
-    texts += [*table.notes, "", foot]
-    data["footer"] = foot
-    out = registry.ROOT / "projects" / project / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{table.name}.md").write_text("\n".join(texts).rstrip() + "\n")
-    results.write_json(out / f"{table.name}.json", data)
-    print(f"wrote {(out / (table.name + '.md')).relative_to(registry.ROOT)}")
+        if refused and refused[-1] == f"{project}/{name}":
+            continue
+        try:
+            written = write_table(
+                project,
+                table,
+                measured,
+                workdirs,
+                command=command,
+                draft=args.draft,
+                figures=getattr(tables_module, "FIGURES", {}).get(name),
+            )
+        except TableRefused as e:
+            print(f"error: {project}/{name}: {e}", file=sys.stderr)
+            refused.append(f"{project}/{name}")
+            continue
+        for path in written:
+            print(f"wrote {path.relative_to(executor.ROOT)}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("project", nargs="?", help="projects/<name>")
     parser.add_argument("--table", help="one table (default: all of the project's tables)")
-    parser.add_argument("--all", action="store_true", help="every table of every project")
+    parser.add_argument("--all", action="store_true", help="every project, then RESULTS.md")
+    parser.add_argument("--summary", action="store_true", help="only rewrite RESULTS.md")
+    parser.add_argument("--long", action="store_true", help="include tables of `long` configs")
+    parser.add_argument("--draft", action="store_true", help="write from a dirty tree, as DRAFT")
     parser.add_argument("--dry-run", action="store_true", help="list and validate the runs only")
     parser.add_argument(
         "--shard",
@@ -166,17 +118,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        shard = tuple(int(x) for x in args.shard.split("/"))
-        assert len(shard) == 2 and 0 <= shard[0] < shard[1]
+        args.shard = tuple(int(x) for x in args.shard.split("/"))
+        assert len(args.shard) == 2 and 0 <= args.shard[0] < args.shard[1]
     except (ValueError, AssertionError):
         parser.error(f"--shard {args.shard!r} must be I/N with 0 <= I < N, e.g. 0/2")
-    if not args.all and not args.project:
-        parser.error("give a project or --all")
-    registry.enable_compile_cache()
-    projects = registry.all_projects() if args.all else [registry.resolve(args.project)]
-    for p in projects:
-        if (registry.ROOT / "projects" / p / "tables.py").exists():
-            reproduce(p, None if args.all else args.table, args.dry_run, shard)
+    if not (args.all or args.summary or args.project):
+        parser.error("give a project, --all or --summary")
+    command = shlex.join(["python", "launch/reproduce.py", *argv])
+    if not args.summary:
+        executor.enable_compile_cache()
+        t0 = time.time()
+        projects = executor.all_projects() if args.all else [executor.resolve(args.project)]
+        refused: list[str] = []
+        for p in projects:
+            reproduce(p, args, command, refused)
+        print(f"done in {time.time() - t0:.0f} s")
+        if refused:
+            print(f"not written: {', '.join(refused)}", file=sys.stderr)
+            return 1
+    if (args.all or args.summary) and not args.dry_run:
+        path = results_summary.write(command)
+        print(f"wrote {path.relative_to(executor.ROOT)}")
     return 0
 
 

@@ -3,9 +3,10 @@
     python launch/run.py projects/var_jepa [--config cpu] [--set a.b=v ...] [--workdir D] [--seed N]
     python launch/run.py --list
 
-Makes the run directory (default runs/<project>/<config>/<time>/) with config.json, run.json
-(revision, library versions, devices), metrics.jsonl and results.json, then calls the project's
-`run(cfg, workdir)` and prints its results. A --workdir that already holds checkpoints resumes.
+Makes the run directory (default runs/<project>/<config>/<time>/) and runs the project through
+`shared.executor.execute`: config.json, run.json (revision, library versions, devices, the code
+fingerprint), metrics.jsonl and results.json; prints the results. A --workdir that already holds
+checkpoints resumes.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import math
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import registry  # noqa: E402  (launch/registry.py)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # without the install too
+
+from shared import executor  # noqa: E402
 
 
 def format_results(metrics: dict[str, float]) -> str:
@@ -52,22 +54,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.list:
-        for name in registry.all_projects():
-            exp = registry.load_module(name, "experiment")
+        for name in executor.all_projects():
+            exp = executor.load_module(name, "experiment")
             print(f"projects/{name}: {', '.join(exp.CONFIGS)}")
         return 0
     if not args.project:
         parser.error("give a project, e.g. projects/var_jepa (or --list)")
 
     from shared import distributed, results
-    from shared.config import ConfigError, apply_overrides, dumps
+    from shared.config import ConfigError, apply_overrides
     from shared.train import Preempted
 
     distributed.initialize()
-    registry.enable_compile_cache()
-    project = registry.resolve(args.project)
-    exp = registry.load_module(project, "experiment")
-    cfg = registry.get_config(exp, project, args.config)
+    executor.enable_compile_cache()
+    project = executor.resolve(args.project)
+    cfg = executor.get_config(project, args.config)
     overrides = args.overrides + ([f"seed={args.seed}"] if args.seed is not None else [])
     try:
         cfg = apply_overrides(cfg, overrides)
@@ -78,15 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir.absolute()
         workdir.mkdir(parents=True, exist_ok=True)
     else:
-        workdir = results.new_run_dir(registry.ROOT / "runs", project, args.config)
-    results.write_run_info(workdir, dumps(cfg))
+        workdir = results.new_run_dir(executor.ROOT / "runs", project, args.config)
     print(f"project {project}, config {args.config}, run directory {workdir}", flush=True)
     try:
-        metrics = exp.run(cfg, workdir)
+        metrics = executor.execute(project, cfg, workdir)
     except Preempted as e:
         print(f"preempted: {e}; rerun with --workdir {workdir} to resume", file=sys.stderr)
         return 0
-    results.write_json(workdir / "results.json", metrics)
     print(format_results(metrics))
     print(f"results: {workdir / 'results.json'}")
     return 0

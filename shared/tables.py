@@ -2,12 +2,16 @@
 
 A cell (row, column) of a table is the mean ± std over `seeds` of the metric
 `<row.prefix>/<column.metric>` from runs of `config` with the row's and the column's overrides.
-Rows that share overrides share runs, so one run can fill several rows.
+Rows that share overrides share runs, so one run can fill several rows. A table whose runs each
+hold many cells (all seeds vectorized inside one run) gives `render` instead of sections.
+Next to its tables a project declares its paper's claims and their verdicts at this scale
+(`CLAIMS`), which RESULTS.md gathers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,18 +53,41 @@ class Table:
     # row pairs (a, b) whose comparison per column is written under each section
     compare: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    # (table, {(overrides, seed): run directory}) -> (markdown body, json); replaces sections
+    render: Callable[[Table, dict], tuple[str, dict]] | None = dataclasses.field(
+        default=None, compare=False
+    )
 
     def runs(self) -> list[tuple[tuple[str, ...], int]]:
         """Every distinct (overrides as 'key=value' strings, seed) this table needs."""
         out = []
         for s in self.seeds:
             for r in self.rows:
+                if not self.sections:  # a rendered table: one run per row and seed
+                    key = (tuple(f"{k}={v!r}" for k, v in sorted(r.overrides)), s)
+                    out += [key] if key not in out else []
                 for sec in self.sections:
                     for c in sec.columns:
                         key = (overrides_for(r, c), s)
                         if key not in out:
                             out.append(key)
         return out
+
+
+VERDICTS = ("holds", "partly", "does not hold", "not testable here")
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One claim of the paper and what this reproduction found at its scale."""
+
+    claim: str  # the paper's claim, in one sentence
+    verdict: str  # one of VERDICTS
+    evidence: str  # where it shows: a table (and row), a figure, or why it cannot be tested
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"Claim.verdict={self.verdict!r}; choose one of {VERDICTS}")
 
 
 def overrides_for(row: Row, column: Column) -> tuple[str, ...]:
