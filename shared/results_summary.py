@@ -40,6 +40,10 @@ def _table_line(project: str, name: str) -> tuple[str, float]:
     )
 
 
+def _links(project: str, names: list[str]) -> str:
+    return ", ".join(f"[{n}](projects/{project}/results/{n})" for n in names)
+
+
 def build(command: str) -> str:
     lines = [
         "# Results of every reproduction",
@@ -81,11 +85,10 @@ def build(command: str) -> str:
         else:
             sec.append("_No claims declared._")
         sec += ["", "Tables:", *table_lines]
-        link = lambda n: f"[{n}](projects/{project}/results/{n})"  # noqa: E731
         if extra:
-            sec.append(f"- written with them: {', '.join(link(n) for n in extra)}")
+            sec.append(f"- written with them: {_links(project, extra)}")
         if figures:
-            sec.append(f"- figures: {', '.join(link(n) for n in figures)}")
+            sec.append(f"- figures: {_links(project, figures)}")
         sections += [*sec, ""]
     return "\n".join([*lines, "", *sections]).rstrip() + "\n"
 
