@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from shared.data.pipeline import batch_iterator
-from shared.train import Checkpointer, NonFiniteLossError, Preempted, train_loop
+from shared.train import NonFiniteLossError, Preempted, latest_checkpoint_step, train_loop
+from shared.train import loop as loop_module
+from shared.train.checkpoint import Checkpointer
 
 DATA = {"x": np.random.default_rng(0).standard_normal((40, 3)).astype(np.float32)}
 
@@ -32,7 +34,7 @@ def run(tmp, steps, fn=step_fn, every=0):
         step_fn=fn,
         batches=batch_iterator(DATA, 8, seed=1),
         num_steps=steps,
-        checkpointer=Checkpointer(tmp),
+        checkpoint_dir=tmp,
         checkpoint_every=every,
         metrics_path=tmp / "metrics.jsonl",
         log_every=2,
@@ -49,7 +51,7 @@ def test_interrupted_run_resumes_to_the_same_state(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path / "b", 12, crash_at_9, every=4)
-    assert Checkpointer(tmp_path / "b").latest_step() == 8
+    assert latest_checkpoint_step(tmp_path / "b") == 8
     resumed = run(tmp_path / "b", 12)
     np.testing.assert_array_equal(resumed["w"], full["w"])
     assert int(resumed["n"]) == 12  # 8 restored + 4 new steps, not 12 new ones
@@ -64,7 +66,7 @@ def test_sigterm_saves_a_checkpoint_and_raises_preempted(tmp_path):
 
     with pytest.raises(Preempted, match="step 4"):
         run(tmp_path, 100, term_at_3)
-    assert Checkpointer(tmp_path).latest_step() == 4
+    assert latest_checkpoint_step(tmp_path) == 4
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored
 
 
@@ -75,6 +77,60 @@ def test_nan_loss_stops_naming_the_step(tmp_path):
 
     with pytest.raises(NonFiniteLossError, match="at step 5"):
         run(tmp_path, 20, nan_at_5)
+
+
+class _CountingCheckpointer(Checkpointer):
+    opened: list["_CountingCheckpointer"] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.closed = False
+        self.opened.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+def test_the_loop_opens_and_always_closes_its_checkpointer(tmp_path, monkeypatch):
+    monkeypatch.setattr(loop_module, "Checkpointer", _CountingCheckpointer)
+    _CountingCheckpointer.opened.clear()
+    assert latest_checkpoint_step(tmp_path / "ck") is None
+    assert not (tmp_path / "ck").exists()  # asking creates nothing
+    run(tmp_path / "ck", 4)  # finishes: saves step 4
+    run(tmp_path / "ck", 4)  # nothing left to do: restores and returns at once
+
+    def nan_at_1(state, batch, step):
+        state, m = step_fn(state, batch, step)
+        return state, {"loss": jnp.where(step >= 1, jnp.nan, m["loss"])}
+
+    with pytest.raises(NonFiniteLossError):
+        run(tmp_path / "nan", 6, nan_at_1)
+
+    def term_at_0(state, batch, step):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return step_fn(state, batch, step)
+
+    with pytest.raises(Preempted):
+        run(tmp_path / "term", 50, term_at_0)
+    assert len(_CountingCheckpointer.opened) == 4
+    assert all(c.closed for c in _CountingCheckpointer.opened)
+    assert latest_checkpoint_step(tmp_path / "ck") == 4
+    assert latest_checkpoint_step(tmp_path / "nan") is None  # stopped before any save
+    assert latest_checkpoint_step(tmp_path / "term") == 1
+
+
+def test_resume_from_checkpoint_dir_equals_an_unbroken_run(tmp_path):
+    full = run(tmp_path / "a", 10)
+    run(tmp_path / "b", 6, every=3)  # a shorter first run, then the same directory to 10
+    resumed = run(tmp_path / "b", 10)
+    np.testing.assert_array_equal(resumed["w"], full["w"])
+    assert int(resumed["n"]) == 10
+    assert latest_checkpoint_step(tmp_path / "b") == 10
+    # Without a directory nothing is saved or resumed: all 10 steps again from init().
+    batches = batch_iterator(DATA, 8, seed=1)
+    fresh = train_loop(state=init(), step_fn=step_fn, batches=batches, num_steps=10)
+    assert int(fresh["n"]) == 10
 
 
 def test_batch_iterator_state_gives_exact_resume():

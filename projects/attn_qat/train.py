@@ -1,9 +1,11 @@
-"""One training phase (pretraining or QAT finetuning) with the global gradient norm of every
-step recorded, and the stability statistics computed from it.
+"""attn_qat's training phases (pretraining or QAT finetuning) through the shared LM trainer, and
+the stability statistics of their per-step global gradient norms.
 
-The loop is the shared one (`shared.train.loop.train_loop`: checkpoints, resume, NaN stop,
-progress bar); this module adds the step (loss, gradient norm, clipped AdamW update) and logs
-every step (`log_every=1`) so `metrics.jsonl` holds the exact per-step gradient norms.
+`shared.train.lm.train_lm` runs the phase (the shared loop: checkpoints under
+checkpoints/<phase>, resume, NaN stop, progress bar); this module gives it the phase's optimizer
+(clip, then AdamW without decay on 1-D tensors, on the shared warm-up + cosine schedule), asks
+for the gradient norm of every step (`log_every=1`, so `metrics.jsonl` holds the exact per-step
+norms) and reads them back.
 """
 
 from __future__ import annotations
@@ -13,18 +15,13 @@ import json
 import pathlib
 from typing import Literal
 
-import jax
 import numpy as np
 import optax
 from flax import nnx
 from jax.sharding import Mesh
 
-from shared.data.lm_pipeline import lm_batches
-from shared.distributed import batch_sharded
-from shared.train.checkpoint import Checkpointer
-from shared.train.lm import window_loss
-from shared.train.loop import train_loop
-from shared.train.optimizers import adamw_no_decay_on_vectors
+from shared.train.lm import LMTrainConfig, global_grad_norm, train_lm
+from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +29,7 @@ class PhaseConfig:
     steps: int = 0  # optimizer steps (0: skip the phase)
     batch_size: int = 8  # windows per step
     lr: float = 1e-4  # peak learning rate
-    warmup_steps: int = 0  # linear warm-up steps
+    warmup_steps: int = 0  # linear warm-up steps (at least 1 is used: step 0 runs at lr 0)
     schedule: Literal["cosine", "constant"] = "constant"  # after warm-up: cosine to 0 or flat
     weight_decay: float = 0.01  # AdamW decay on matrices (never on 1-D gains)
     grad_clip: float = 1.0  # global-norm clip of the update (the norm is logged before it)
@@ -42,18 +39,19 @@ class PhaseConfig:
             raise ValueError(f"{name}: steps >= 0, batch_size >= 1 and lr > 0 are required")
         if self.warmup_steps > self.steps:
             raise ValueError(f"{name}.warmup_steps={self.warmup_steps} exceeds steps={self.steps}")
+        if self.grad_clip < 0:
+            raise ValueError(f"{name}.grad_clip={self.grad_clip}: 0 (no clipping) or positive")
+
+
+def schedule(cfg: PhaseConfig) -> optax.Schedule:
+    """The shared warm-up + cosine: to 0 at `steps` ("cosine") or held at `lr` ("constant" =
+    end_ratio 1.0). The warm-up lasts at least one step (step 0 at lr 0), as it always has here."""
+    end_ratio = 0.0 if cfg.schedule == "cosine" else 1.0
+    return warmup_cosine(cfg.lr, cfg.steps, max(cfg.warmup_steps, 1), end_ratio)
 
 
 def optimizer(cfg: PhaseConfig) -> optax.GradientTransformation:
-    warm = max(cfg.warmup_steps, 1)
-    if cfg.schedule == "cosine":
-        lr = optax.warmup_cosine_decay_schedule(0.0, cfg.lr, warm, max(cfg.steps, warm + 1))
-    else:
-        lr = optax.join_schedules(
-            [optax.linear_schedule(0.0, cfg.lr, warm), optax.constant_schedule(cfg.lr)], [warm]
-        )
-    clip = optax.clip_by_global_norm(cfg.grad_clip) if cfg.grad_clip > 0 else optax.identity()
-    return optax.chain(clip, adamw_no_decay_on_vectors(lr, cfg.weight_decay))
+    return adamw_no_decay_on_vectors(schedule(cfg), cfg.weight_decay, grad_clip=cfg.grad_clip)
 
 
 def train_phase(
@@ -67,40 +65,23 @@ def train_phase(
     checkpoints: bool,
     mesh: Mesh | None = None,
 ) -> np.ndarray:
-    """Trains `model` in place on windows [n, L + 1]; returns the per-step gradient norms."""
+    """Trains `model` in place on windows [n, L + 1]; returns the per-step gradient norms.
+
+    The phase `name` resumes from workdir/checkpoints/<name> (when `checkpoints`)."""
     if cfg.steps == 0:
         return np.zeros((0,))
-    opt = nnx.Optimizer(model, optimizer(cfg), wrt=nnx.Param)
-    graphdef, state = nnx.split((model, opt))
-    place = (
-        (lambda b: b)
-        if mesh is None
-        else (lambda b: jax.lax.with_sharding_constraint(b, batch_sharded(mesh)))
+    lm_cfg = LMTrainConfig(  # its optimizer fields mirror `optimizer(cfg)`, passed as `tx`
+        steps=cfg.steps,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        grad_clip=cfg.grad_clip,
+        seed=seed,
     )
-
-    @jax.jit
-    def step_fn(state, batch, step):
-        m, o = nnx.merge(graphdef, state)
-        loss, grads = nnx.value_and_grad(window_loss)(m, place(batch["tokens"]))
-        norm = optax.global_norm(grads)
-        o.update(m, grads)
-        return nnx.state((m, o)), {"loss": loss, "grad_norm": norm}
-
-    ckpt = Checkpointer(workdir / "checkpoints" / name) if checkpoints else None
-    state = train_loop(
-        state=state,
-        step_fn=step_fn,
-        batches=lm_batches(windows, cfg.batch_size, seed),
-        num_steps=cfg.steps,
-        checkpointer=ckpt,
-        metrics_path=workdir / "metrics.jsonl",
-        name=name,
-        items_per_step=cfg.batch_size * (windows.shape[1] - 1),
-        log_every=1,
-    )
-    if ckpt is not None:
-        ckpt.close()
-    nnx.update((model, opt), state)
+    train_lm(
+        model, windows, None, lm_cfg, tx=optimizer(cfg), workdir=workdir, phase=name,
+        checkpoints=checkpoints, grad_metrics=global_grad_norm, log_every=1, mesh=mesh,
+    )  # fmt: skip
     return grad_norms(workdir / "metrics.jsonl", name, cfg.steps)
 
 

@@ -8,6 +8,7 @@ hidden entries is averaged over channels, then over mask types.
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +29,7 @@ class TrainConfig:
     batch_size: int = 16  # windows per step
     lr: float = 1e-3  # Adam peak learning rate (cosine decay, 10% warmup)
     mask_ratio: float = 0.25  # fraction of steps hidden per channel (spec's suggested 0.25)
+    checkpoint_every: int = 0  # steps between checkpoints (0: only at the end and on SIGTERM)
 
 
 class WindowBatches:
@@ -62,42 +64,49 @@ def train_detector(
     mcfg: ModelConfig,
     tcfg: TrainConfig,
     seed: int,
-    metrics_path=None,
+    metrics_path: pathlib.Path | None = None,
     name: str = "train",
+    checkpoint_dir: pathlib.Path | None = None,
 ) -> MaskedReconstructor:
-    """train: [T, C] normalized normal data -> a trained model (MSE on hidden entries)."""
+    """train: [T, C] normalized normal data -> a trained model (MSE on hidden entries).
+
+    With `checkpoint_dir` (absolute) the run checkpoints there (every `tcfg.checkpoint_every`
+    steps and at the end) and a second call resumes from it: a finished run trains no more."""
     model = MaskedReconstructor(
         mcfg, window, train.shape[1], coupling, gate, rngs=nnx.Rngs(params=seed)
     )
     tx = optax.adam(warmup_cosine(tcfg.lr, tcfg.steps, max(1, tcfg.steps // 10)))
-    graphdef, params = nnx.split(model)
+    optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
+    graphdef, state = nnx.split((model, optimizer))
     dom = jnp.asarray(is_dom)
 
     @jax.jit
     def step_fn(state, batch, step):
-        params, opt_state = state
+        model, optimizer = nnx.merge(graphdef, state)
         x, m = batch
 
-        def loss_fn(p):
-            rec = nnx.merge(graphdef, p)(x, m, dom)
+        def loss_fn(model):
+            rec = model(x, m, dom)
             return jnp.sum(jnp.where(m, (rec - x) ** 2, 0.0)) / jnp.maximum(m.sum(), 1)
 
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), {"loss": loss}
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer)), {"loss": loss}
 
-    state = (params, tx.init(params))
     batches = WindowBatches(train, window, spans, tcfg, seed)
     state = train_loop(
         state=state,
         step_fn=step_fn,
         batches=batches,
         num_steps=tcfg.steps,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=tcfg.checkpoint_every,
         metrics_path=metrics_path,
         name=name,
         log_every=100,
     )
-    return nnx.merge(graphdef, state[0])
+    nnx.update((model, optimizer), state)
+    return model
 
 
 def _windows(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:

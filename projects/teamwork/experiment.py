@@ -195,6 +195,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
                 cfg.seed,
                 workdir / "metrics.jsonl",
                 method,
+                workdir / "checkpoints" / method,  # a rerun with this workdir resumes
             )
             tr_s = detect.score_series(model, train, dom, sp, cfg.window, cfg.train.mask_ratio)
             te_s = detect.score_series(model, test, dom, sp, cfg.window, cfg.train.mask_ratio)

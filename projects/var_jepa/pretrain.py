@@ -1,7 +1,9 @@
 """Self-supervised pretraining of T-JEPA and Var-T-JEPA: state, jitted steps, the loop.
 
 Both methods share the mask sampler, the optimizer (AdamW, no decay on 1-D tensors, warm-up +
-cosine) and the shared training loop (checkpoints, resume, SIGTERM, NaN checks).
+cosine) and the shared training loop (checkpoints, resume, SIGTERM, NaN checks). State is the
+house idiom: `nnx.split((model, optimizer))` as `state["train"]` (plus the EMA target's
+parameters as `state["target"]`), merged and updated inside a pure `jax.jit` step.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from projects.var_jepa.var_model import VarConfig, VarTJEPA, observed_values, ro
 from shared import distributed, rng
 from shared.data.pipeline import batch_iterator
 from shared.data.tabular import TabularData
-from shared.train import Checkpointer, adamw_no_decay_on_vectors, train_loop, warmup_cosine
+from shared.train import adamw_no_decay_on_vectors, train_loop, warmup_cosine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,37 +123,36 @@ def tjepa_setup(
     cfg: PretrainConfig,
     seed: int,
 ):
-    """The initial state, the step function `(state, batch, step) -> (state, metrics)` and the
-    target encoder's graphdef."""
+    """The initial state `{"train": nnx.state((model, optimizer)), "target": encoder params}`,
+    the step function `(state, batch, step) -> (state, metrics)` and the target encoder's
+    graphdef."""
     keys = rng.streams(seed, "init", "data", "step")
     model = TJEPA(
         data.x_num.shape[1], data.cat_cardinalities, model_cfg, rngs=nnx.Rngs(params=keys["init"])
     )
-    graphdef, params = nnx.split(model)
     enc_graphdef = nnx.graphdef(model.encoder)
-    tx = _optimizer(cfg)
-    state = {"params": params, "target": params["encoder"], "opt": tx.init(params)}
+    optimizer = nnx.Optimizer(model, _optimizer(cfg), wrt=nnx.Param)
+    graphdef, train_state = nnx.split((model, optimizer))
+    state = {"train": train_state, "target": nnx.state(model.encoder)}
     n_cls = model_cfg.n_cls_tokens
     d_mask = model.encoder.num_tokens - n_cls
 
     @jax.jit
     def step(state, batch, step_i, sizes):
         key = rng.step_key(keys["step"], step_i)
+        model, optimizer = nnx.merge(graphdef, state["train"])
+        target_encoder = nnx.merge(enc_graphdef, state["target"])
 
-        def loss_fn(p):
-            m = nnx.merge(graphdef, p)
-            return tjepa_loss(
-                m, nnx.merge(enc_graphdef, state["target"]), batch, key, sizes, mask_cfg, n_cls
-            )
+        def loss_fn(m):
+            return tjepa_loss(m, target_encoder, batch, key, sizes, mask_cfg, n_cls)
 
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state["params"])
+        grads, metrics = nnx.grad(loss_fn, has_aux=True)(model)
         c = cfg.encoder_grad_clamp
         grads["encoder"] = jax.tree.map(lambda g: jnp.clip(g, -c, c), grads["encoder"])
-        updates, opt = tx.update(grads, state["opt"], state["params"])
-        params = optax.apply_updates(state["params"], updates)
+        optimizer.update(model, grads)
         m = ema_momentum(step_i, cfg.steps, cfg.ema_start, cfg.ema_end)
-        target = ema_update(state["target"], params["encoder"], m)
-        return {"params": params, "target": target, "opt": opt}, metrics
+        target = ema_update(state["target"], nnx.state(model.encoder), m)
+        return {"train": nnx.state((model, optimizer)), "target": target}, metrics
 
     def step_fn(state, batch, step_i):
         sizes = masks.sample_sizes(rng.numpy_rng(seed, "mask_sizes", step_i), d_mask, mask_cfg)
@@ -253,28 +254,30 @@ def train_var_tjepa(
         var,
         rngs=nnx.Rngs(params=keys["init"]),
     )
-    graphdef, params = nnx.split(model)
-    tx = _optimizer(cfg)
+    model_graphdef = nnx.graphdef(model)
+    optimizer = nnx.Optimizer(model, _optimizer(cfg), wrt=nnx.Param)
+    graphdef, train_state = nnx.split((model, optimizer))
     ema = var.target_encoder == "ema"
-    state = {"params": params, "opt": tx.init(params)}
+    state = {"train": train_state}
     if ema:
-        state["target"] = params
+        state["target"] = nnx.state(model)
     d = model.encoder.num_tokens
 
     @jax.jit
     def step(state, batch, step_i, sizes):
         key = rng.step_key(keys["step"], step_i)
-        target = nnx.merge(graphdef, state["target"]) if ema else None
+        model, optimizer = nnx.merge(graphdef, state["train"])
+        target = nnx.merge(model_graphdef, state["target"]) if ema else None
 
-        def loss_fn(p):
-            return var_loss(nnx.merge(graphdef, p), target, batch, key, sizes, mask_cfg, var)
+        def loss_fn(m):
+            return var_loss(m, target, batch, key, sizes, mask_cfg, var)
 
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state["params"])
-        updates, opt = tx.update(grads, state["opt"], state["params"])
-        new = {"params": optax.apply_updates(state["params"], updates), "opt": opt}
+        grads, metrics = nnx.grad(loss_fn, has_aux=True)(model)
+        optimizer.update(model, grads)
+        new = {"train": nnx.state((model, optimizer))}
         if ema:
             mom = ema_momentum(step_i, cfg.steps, cfg.ema_start, cfg.ema_end)
-            new["target"] = ema_update(state["target"], new["params"], mom)
+            new["target"] = ema_update(state["target"], nnx.state(model), mom)
         return new, metrics
 
     def step_fn(state, batch, step_i):
@@ -282,7 +285,9 @@ def train_var_tjepa(
         return step(state, batch, jnp.int32(step_i), jnp.asarray(sizes, jnp.int32))
 
     state = _run(state, step_fn, data, cfg, seed, workdir, name)
-    return Pretrained(graphdef, state["target"] if ema else state["params"])
+    if ema:
+        return Pretrained(model_graphdef, state["target"])
+    return Pretrained(model_graphdef, nnx.state(nnx.merge(graphdef, state["train"])[0]))
 
 
 def _run(
@@ -301,23 +306,18 @@ def _run(
     )
     if cfg.data_parallel:
         state, step_fn = distributed.data_parallel(state, step_fn, distributed.data_mesh())
-    ckpt = Checkpointer(workdir / "checkpoints" / name) if workdir is not None else None
-    try:
-        return train_loop(
-            state=state,
-            step_fn=step_fn,
-            batches=batches,
-            num_steps=cfg.steps,
-            checkpointer=ckpt,
-            checkpoint_every=cfg.checkpoint_every,
-            metrics_path=None if workdir is None else workdir / "metrics.jsonl",
-            name=name,
-            items_per_step=cfg.batch_size,
-            log_every=cfg.log_every,
-        )
-    finally:
-        if ckpt is not None:
-            ckpt.close()
+    return train_loop(
+        state=state,
+        step_fn=step_fn,
+        batches=batches,
+        num_steps=cfg.steps,
+        checkpoint_dir=None if workdir is None else workdir / "checkpoints" / name,
+        checkpoint_every=cfg.checkpoint_every,
+        metrics_path=None if workdir is None else workdir / "metrics.jsonl",
+        name=name,
+        items_per_step=cfg.batch_size,
+        log_every=cfg.log_every,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,14 +1,13 @@
-"""Training: the loop, checkpointing, optimizers."""
+"""Training: the loop (which owns its checkpoints), optimizers and schedules."""
 
-from shared.train.checkpoint import Checkpointer
-from shared.train.loop import NonFiniteLossError, Preempted, train_loop
+from shared.train.loop import NonFiniteLossError, Preempted, latest_checkpoint_step, train_loop
 from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
 __all__ = [
-    "Checkpointer",
     "NonFiniteLossError",
     "Preempted",
     "adamw_no_decay_on_vectors",
+    "latest_checkpoint_step",
     "train_loop",
     "warmup_cosine",
 ]

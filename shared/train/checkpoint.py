@@ -1,4 +1,7 @@
-"""Orbax checkpoints of a training state, the data-iterator state and the step."""
+"""Orbax checkpoints of a training state, the data-iterator state and the step.
+
+`shared.train.loop.train_loop` opens and closes the `Checkpointer` itself; callers name only a
+directory (and ask `latest_checkpoint_step` where a run would resume)."""
 
 from __future__ import annotations
 
@@ -66,3 +69,18 @@ class Checkpointer:
 
     def close(self) -> None:
         self._mngr.close()
+
+
+def latest_checkpoint_step(directory: str | pathlib.Path | None) -> int | None:
+    """The step a `train_loop` with this `checkpoint_dir` resumes from (None: it starts at 0).
+
+    Reads without creating anything; `None` or a missing directory has no checkpoint."""
+    if directory is None or not pathlib.Path(directory).exists():
+        return None
+    mngr = ocp.CheckpointManager(
+        pathlib.Path(directory).absolute(), options=ocp.CheckpointManagerOptions(read_only=True)
+    )
+    try:
+        return mngr.latest_step()
+    finally:
+        mngr.close()

@@ -1,8 +1,11 @@
 """Next-token pretraining and evaluation of a decoder on packed token windows.
 
 Windows are `[n, seq_len + 1]` token arrays (shared.data.lm_pipeline.pack_documents): inputs are
-`w[:, :-1]`, targets `w[:, 1:]`. The optimizer is an argument, so optimizer studies (e.g. SCALE)
-reuse this loop unchanged; the default is AdamW with warm-up and cosine decay.
+`w[:, :-1]`, targets `w[:, 1:]`. One trainer serves every LM phase of the repo (SCALE's optimizer
+study, attn_qat's pretraining and QAT phases): the optimizer is an argument (default: AdamW with
+the shared warm-up + cosine, optional clipping, from `LMTrainConfig`), and so are per-step metrics
+of the gradients (e.g. `global_grad_norm`), the log interval, a mesh to place each batch on, and
+the phase name, which names the checkpoint subdirectory and the `phase` field of metrics.jsonl.
 """
 
 from __future__ import annotations
@@ -11,18 +14,20 @@ import dataclasses
 import functools
 import math
 import pathlib
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from jax.sharding import Mesh
 
-from shared.data.pipeline import batch_iterator
+from shared.data.lm_pipeline import lm_batches
+from shared.distributed import batch_sharded
 from shared.models.llama import next_token_loss
-from shared.train.checkpoint import Checkpointer
-from shared.train.loop import train_loop
-from shared.train.optimizers import adamw_no_decay_on_vectors
+from shared.train.loop import latest_checkpoint_step, train_loop
+from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,17 +38,23 @@ class LMTrainConfig:
     warmup_fraction: float = 0.1  # linear warm-up share of the steps
     final_lr_fraction: float = 0.1  # cosine decays to lr * this
     weight_decay: float = 0.0  # AdamW decay on matrices (never on 1-D gains)
+    grad_clip: float = 0.0  # global-norm clip of the gradients before AdamW (0: none)
     seed: int = 0  # data order
     eval_every: int = 100  # steps between validation losses (0: only at the end)
     eval_windows: int = 256  # validation windows per intermediate evaluation (all at the end)
 
 
 def default_optimizer(cfg: LMTrainConfig) -> optax.GradientTransformation:
-    warmup = int(cfg.warmup_fraction * cfg.steps)
-    schedule = optax.warmup_cosine_decay_schedule(
-        0.0, cfg.lr, warmup, max(cfg.steps, warmup + 1), cfg.lr * cfg.final_lr_fraction
+    """AdamW (no decay on 1-D tensors, optional clipping) on the shared warm-up + cosine."""
+    schedule = warmup_cosine(
+        cfg.lr, cfg.steps, int(cfg.warmup_fraction * cfg.steps), cfg.final_lr_fraction
     )
-    return adamw_no_decay_on_vectors(schedule, cfg.weight_decay)
+    return adamw_no_decay_on_vectors(schedule, cfg.weight_decay, grad_clip=cfg.grad_clip)
+
+
+def global_grad_norm(grads: nnx.State) -> dict[str, jax.Array]:
+    """A `grad_metrics` for `train_lm`: the global L2 norm of the gradients (before clipping)."""
+    return {"grad_norm": optax.global_norm(grads)}
 
 
 def window_loss(model: nnx.Module, windows: jax.Array) -> jax.Array:
@@ -77,36 +88,55 @@ def evaluate_lm(model: nnx.Module, windows: np.ndarray, batch_size: int = 32) ->
 def train_lm(
     model: nnx.Module,
     train_windows: np.ndarray,
-    val_windows: np.ndarray,
+    val_windows: np.ndarray | None,
     cfg: LMTrainConfig,
     *,
     tx: optax.GradientTransformation | None = None,
     workdir: pathlib.Path | None = None,
+    phase: str = "lm",
+    checkpoints: bool = True,
+    grad_metrics: Callable[[nnx.State], dict[str, jax.Array]] | None = None,
+    log_every: int = 50,
+    mesh: Mesh | None = None,
 ) -> dict[str, list]:
-    """Trains `model` in place; returns {"step": [...], "val_loss": [...]} (nats per token).
+    """Trains `model` in place on windows [n, L + 1]; returns {"step": [...], "val_loss": [...]}
+    (nats per token; empty lists when `val_windows` is None: no evaluation).
 
-    With `workdir`, checkpoints go to workdir/checkpoints (resumed automatically) and training
-    losses to workdir/metrics.jsonl."""
+    `tx` replaces the optimizer built from `cfg` (`default_optimizer`). With `workdir`, training
+    losses (and `grad_metrics(grads)` of every step, averaged per `log_every` steps) go to
+    workdir/metrics.jsonl under `phase`, and unless `checkpoints=False` the phase checkpoints to
+    workdir/checkpoints/<phase> and resumes from there automatically. `mesh`: each batch is
+    sharded over its "data" axis inside the step (the model's own sharding is the caller's).
+    """
     tx = tx or default_optimizer(cfg)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     graphdef, state = nnx.split((model, optimizer))
+    place = (
+        (lambda b: b)
+        if mesh is None
+        else (lambda b: jax.lax.with_sharding_constraint(b, batch_sharded(mesh)))
+    )
 
     @jax.jit
     def step_fn(state, batch, step):
         model, optimizer = nnx.merge(graphdef, state)
-        loss, grads = nnx.value_and_grad(window_loss)(model, batch["tokens"])
+        loss, grads = nnx.value_and_grad(window_loss)(model, place(batch["tokens"]))
+        metrics = {"loss": loss, **(grad_metrics(grads) if grad_metrics else {})}
         optimizer.update(model, grads)
-        return nnx.state((model, optimizer)), {"loss": loss}
+        return nnx.state((model, optimizer)), metrics
 
-    batches = batch_iterator({"tokens": train_windows}, cfg.batch_size, cfg.seed)
-    checkpointer = None if workdir is None else Checkpointer(workdir / "checkpoints")
-    rng = np.random.default_rng(cfg.seed)
-    probe = val_windows[rng.permutation(len(val_windows))[: cfg.eval_windows]]
+    batches = lm_batches(train_windows, cfg.batch_size, cfg.seed)
+    ckpt_dir = workdir / "checkpoints" / phase if workdir is not None and checkpoints else None
     history: dict[str, list] = {"step": [], "val_loss": []}
-    every = cfg.eval_every or cfg.steps
-    resumed_at = (checkpointer.latest_step() if checkpointer else None) or 0
-    for stop in range(every, cfg.steps + every, every):
-        stop = min(stop, cfg.steps)
+    if val_windows is None:
+        stops = [cfg.steps]
+    else:
+        rng = np.random.default_rng(cfg.seed)
+        probe = val_windows[rng.permutation(len(val_windows))[: cfg.eval_windows]]
+        every = cfg.eval_every or cfg.steps
+        stops = [min(stop, cfg.steps) for stop in range(every, cfg.steps + every, every)]
+    resumed_at = latest_checkpoint_step(ckpt_dir) or 0
+    for stop in stops:
         if stop < min(resumed_at, cfg.steps):
             continue  # already trained past this evaluation point in an earlier run
         state = train_loop(
@@ -114,18 +144,19 @@ def train_lm(
             step_fn=step_fn,
             batches=batches,
             num_steps=stop,
-            checkpointer=checkpointer,
+            checkpoint_dir=ckpt_dir,
             metrics_path=None if workdir is None else workdir / "metrics.jsonl",
-            name="lm",
+            name=phase,
             items_per_step=cfg.batch_size * (train_windows.shape[1] - 1),
+            log_every=log_every,
         )
         nnx.update((model, optimizer), state)
+        if val_windows is None:
+            continue
         final = stop == cfg.steps
         loss = evaluate_lm(model, val_windows if final else probe, cfg.batch_size)
         if not math.isfinite(loss):
-            raise FloatingPointError(f"validation loss is {loss} at step {stop}")
+            raise FloatingPointError(f"{phase}: validation loss is {loss} at step {stop}")
         history["step"].append(stop)
         history["val_loss"].append(loss)
-    if checkpointer is not None:
-        checkpointer.close()
     return history

@@ -1,7 +1,10 @@
 """A reusable training loop over a jitted step, with checkpoints, resume and clean stops.
 
-- Resume: when `checkpointer` holds a checkpoint, training continues from it (state, step and
+- Checkpoints: the loop owns them. Given `checkpoint_dir`, it opens an orbax `Checkpointer` there,
+  saves every `checkpoint_every` steps and at the end, and always closes it (also on errors).
+- Resume: when `checkpoint_dir` holds a checkpoint, training continues from it (state, step and
   the input iterator's position), so a killed and restarted run ends where an unbroken one does.
+  `latest_checkpoint_step(dir)` tells a caller where a run will resume before it loops.
 - SIGTERM (preemption): the loop saves a checkpoint at the current step and raises `Preempted`;
   `launch/run.py` turns that into exit code 0.
 - A NaN or inf loss raises `NonFiniteLossError` naming the first bad step.
@@ -26,7 +29,15 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
-from shared.train.checkpoint import Checkpointer
+from shared.train.checkpoint import Checkpointer, latest_checkpoint_step
+
+__all__ = [
+    "NonFiniteLossError",
+    "Preempted",
+    "StatefulIterator",
+    "latest_checkpoint_step",
+    "train_loop",
+]
 
 
 class Preempted(Exception):
@@ -74,7 +85,7 @@ def train_loop(
     step_fn: Callable[[Any, Any, jax.Array], tuple[Any, dict[str, jax.Array]]],
     batches: StatefulIterator,
     num_steps: int,
-    checkpointer: Checkpointer | None = None,
+    checkpoint_dir: pathlib.Path | None = None,
     checkpoint_every: int = 0,
     metrics_path: pathlib.Path | None = None,
     name: str = "train",
@@ -83,9 +94,34 @@ def train_loop(
 ) -> Any:
     """Runs `state, metrics = step_fn(state, batch, step)` for steps [start, num_steps).
 
-    `metrics` must hold a scalar "loss". Returns the final state. `checkpoint_every=0` saves only
-    at the end (and on SIGTERM).
+    `metrics` must hold a scalar "loss". Returns the final state. `checkpoint_dir` (absolute;
+    a relative one is taken from the working directory; None: no checkpoints, no resume) holds
+    this loop's checkpoints: `start` is its latest step. `checkpoint_every=0` saves only at the
+    end (and on SIGTERM).
     """
+    checkpointer = None if checkpoint_dir is None else Checkpointer(checkpoint_dir)
+    try:
+        return _run(
+            state, step_fn, batches, num_steps, checkpointer, checkpoint_every, metrics_path,
+            name, items_per_step, log_every,
+        )  # fmt: skip
+    finally:
+        if checkpointer is not None:
+            checkpointer.close()
+
+
+def _run(
+    state: Any,
+    step_fn: Callable,
+    batches: StatefulIterator,
+    num_steps: int,
+    checkpointer: Checkpointer | None,
+    checkpoint_every: int,
+    metrics_path: pathlib.Path | None,
+    name: str,
+    items_per_step: int,
+    log_every: int,
+) -> Any:
     start = 0
     if checkpointer is not None and checkpointer.latest_step() is not None:
         start, state, data_state, _ = checkpointer.restore(state)

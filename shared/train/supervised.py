@@ -57,9 +57,11 @@ def fit_head(
         rngs=nnx.Rngs(params=key_init),
         dropout_rate=cfg.dropout,
     )
-    graphdef, params = nnx.split(model)
-    tx = optax.adamw(cfg.lr, weight_decay=cfg.weight_decay)
-    opt = tx.init(params)
+    model_graphdef = nnx.graphdef(model)
+    optimizer = nnx.Optimizer(
+        model, optax.adamw(cfg.lr, weight_decay=cfg.weight_decay), wrt=nnx.Param
+    )
+    graphdef, state = nnx.split((model, optimizer))
     bs = min(cfg.batch_size, len(x_train))
     n_batches = len(x_train) // bs
     passes = max(1, -(-cfg.min_steps_per_round // n_batches))  # whole epochs per round (ceil)
@@ -72,18 +74,19 @@ def fit_head(
         y_mean, y_std, yt = 0.0, 1.0, jnp.asarray(y_train)
     xt = jnp.asarray(x_train, jnp.float32)
 
-    def forward(p, x, key=None):
-        out = nnx.merge(graphdef, p)(x, key=key)
+    def forward(model, x, key=None):
+        out = model(x, key=key)
         return out[:, 0] if regression else out
 
-    def loss_fn(p, x, y, key):
-        out = forward(p, x, key)
+    def loss_fn(model, x, y, key):
+        out = forward(model, x, key)
         if regression:
             return jnp.mean(jnp.square(out - y))
         return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(out, y))
 
     @jax.jit
-    def run_round(params, opt, round_i):
+    def run_round(state, round_i):
+        """One validation round of AdamW steps on `state = nnx.state((model, optimizer))`."""
         key_round = jax.random.fold_in(key_data, round_i)
         idx = jnp.concatenate(
             [
@@ -93,16 +96,19 @@ def fit_head(
         ).reshape(passes * n_batches, bs)
 
         def body(carry, batch_idx):
-            p, o, i = carry
+            state, i = carry
+            model, optimizer = nnx.merge(graphdef, state)
             key = jax.random.fold_in(jax.random.fold_in(key_drop, round_i), i)
-            g = jax.grad(loss_fn)(p, xt[batch_idx], yt[batch_idx], key)
-            u, o = tx.update(g, o, p)
-            return (optax.apply_updates(p, u), o, i + 1), None
+            grads = nnx.grad(loss_fn)(model, xt[batch_idx], yt[batch_idx], key)
+            optimizer.update(model, grads)
+            return (nnx.state((model, optimizer)), i + 1), None
 
-        (params, opt, _), _ = jax.lax.scan(body, (params, opt, 0), idx)
-        return params, opt
+        (state, _), _ = jax.lax.scan(body, (state, 0), idx)
+        return state
 
-    predict_jit = jax.jit(forward)
+    @jax.jit
+    def predict_jit(params, x):
+        return forward(nnx.merge(model_graphdef, params), x)
 
     def outputs(p, x: np.ndarray) -> np.ndarray:
         out = np.asarray(predict_jit(p, jnp.asarray(x, jnp.float32)))
@@ -114,9 +120,11 @@ def fit_head(
             return -float(np.mean((out - y_val) ** 2))
         return float(np.mean(out.argmax(1) == y_val))
 
+    params = nnx.state(model)  # the model's own state (the first half of `state`)
     best, best_params, since = -np.inf, params, 0
     for r in range(cfg.max_rounds):
-        params, opt = run_round(params, opt, r)
+        state = run_round(state, r)
+        params = state[0]
         s = score(params)
         if s > best:
             best, best_params, since = s, params, 0

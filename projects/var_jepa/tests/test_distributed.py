@@ -25,7 +25,8 @@ def test_data_parallel_step_matches_single_device():
     state, dp_step = distributed.data_parallel(state, step_fn, mesh)
     dp_state, dp = dp_step(state, batch, 0)
 
-    assert len(dp_state["params"]["encoder"]["body"]["fc"]["kernel"][...].devices()) == 8
+    model_state = dp_state["train"][0]  # nnx.state((model, optimizer)): the model half
+    assert len(model_state["encoder"]["body"]["fc"]["kernel"][...].devices()) == 8
     np.testing.assert_allclose(dp["loss"], single["loss"], rtol=1e-5)
     for a, b in zip(jax.tree.leaves(dp_state), jax.tree.leaves(single_state)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
