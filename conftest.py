@@ -22,3 +22,30 @@ def smollm2():
     from shared.models.pretrained.smollm2 import load_smollm2
 
     return load_smollm2()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """`smoke_run(project)` -> (the finished subprocess, its run directory): the project's smoke
+    config through the real entry point (`launch/run.py`), run at most once per session so the
+    cross-project test and the project's own assertions share it."""
+    import subprocess
+    import sys
+
+    done: dict = {}
+
+    def get(project: str):
+        if project not in done:
+            workdir = tmp_path_factory.mktemp(f"smoke_{project}")
+            cmd = [sys.executable, "launch/run.py", f"projects/{project}", "--config", "smoke"]
+            proc = subprocess.run(
+                [*cmd, "--workdir", str(workdir)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            done[project] = (proc, workdir)
+        return done[project]
+
+    return get

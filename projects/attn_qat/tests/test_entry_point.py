@@ -1,18 +1,12 @@
-"""The smoke config through the real entry point (`launch/run.py`), in a subprocess."""
+"""What the smoke run through the real entry point (`launch/run.py`; the session's shared
+`smoke_run` fixture) measured."""
 
 import json
 import math
-import pathlib
-import subprocess
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def test_smoke_run_through_launch(tmp_path):
-    cmd = [sys.executable, str(ROOT / "launch" / "run.py"), "projects/attn_qat", "--config",
-           "smoke", "--workdir", str(tmp_path)]  # fmt: skip
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+def test_smoke_run_through_launch(smoke_run):
+    out, tmp_path = smoke_run("attn_qat")
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = json.loads((tmp_path / "results.json").read_text())
     for prefix in ("pretrained", "attn_qat"):

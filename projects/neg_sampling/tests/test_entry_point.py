@@ -3,8 +3,6 @@ runs through `launch/run.py`; its run directory feeds the figure code."""
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -43,13 +41,8 @@ def test_bad_configs_are_rejected_naming_the_field():
         apply_overrides(cfg, ["r2_pi_grid=(1.5,)"])
 
 
-def test_smoke_run_through_the_entry_point_and_figures(tmp_path):
-    workdir = tmp_path / "run"
-    proc = subprocess.run(
-        [sys.executable, "launch/run.py", "projects/neg_sampling", "--config", "smoke",
-         "--workdir", str(workdir)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+def test_smoke_run_through_the_entry_point_and_figures(smoke_run, tmp_path):
+    proc, workdir = smoke_run("neg_sampling")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     m = json.loads((workdir / "results.json").read_text())
     assert m["oracle/fnr"] == 0.0  # the oracle never samples a true positive

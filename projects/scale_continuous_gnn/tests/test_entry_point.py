@@ -3,8 +3,6 @@ through `launch/run.py`, and its run directory feeds the table's figure."""
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -45,22 +43,8 @@ def test_bad_configs_name_the_field(override, field):
         apply_overrides(experiment.CONFIGS["cpu"], [override])
 
 
-def test_smoke_run_through_the_entry_point(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "launch/run.py",
-            "projects/scale_continuous_gnn",
-            "--config",
-            "smoke",
-            "--workdir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_smoke_run_through_the_entry_point(smoke_run):
+    proc, tmp_path = smoke_run("scale_continuous_gnn")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     m = json.loads((tmp_path / "results.json").read_text())
     for res in ("fine", "coarse", "mixed"):

@@ -1,22 +1,10 @@
-"""The smoke config through the real entry point, in a subprocess."""
+"""What the smoke run through the real entry point (the shared `smoke_run` fixture) wrote."""
 
 import json
-import pathlib
-import subprocess
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def test_smoke_run_writes_the_run_directory(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "launch" / "run.py"), "projects/shaped_ope"]
-        + ["--config", "smoke", "--workdir", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_smoke_run_writes_the_run_directory(smoke_run):
+    out, tmp_path = smoke_run("shaped_ope")
     assert out.returncode == 0, out.stdout + out.stderr
     metrics = json.loads((tmp_path / "results.json").read_text())
     assert "PDIS/chain_sparse/n20/mse" in metrics and "Hybrid/cancer/n40/bias_se" in metrics

@@ -2,8 +2,6 @@
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -34,22 +32,8 @@ def test_bad_configs_are_rejected():
         apply_overrides(cfg, ["regimes=('bogus',)"])
 
 
-def test_smoke_run_through_the_entry_point_and_table(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "launch/run.py",
-            "projects/td_exp_step",
-            "--config",
-            "smoke",
-            "--workdir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_smoke_run_through_the_entry_point_and_table(smoke_run):
+    proc, tmp_path = smoke_run("td_exp_step")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     metrics = json.loads((tmp_path / "results.json").read_text())
     assert metrics["garnet/markov/T300/reg_exp/param"] > 0
@@ -59,3 +43,6 @@ def test_smoke_run_through_the_entry_point_and_table(tmp_path):
     problems = json.loads((tmp_path / "problems.json").read_text())
     body, data = tables.build(summary, problems)
     assert "ICU-Sepsis" in body and "Markovian" in body and len(data["cells"]) > 0
+    table = tables.TABLES["main"]
+    text, data = table.render(table, {table.runs()[0]: tmp_path})
+    assert body in text and data["config"]["num_eval_seeds"] == 3

@@ -1,7 +1,5 @@
 import json
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -44,22 +42,8 @@ def test_invalid_configs_are_rejected():
         apply_overrides(experiment.CONFIGS["cpu"], ["benchmark='smd'"])
 
 
-def test_smoke_run_through_the_entry_point(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "launch/run.py",
-            "projects/teamwork",
-            "--config",
-            "smoke",
-            "--workdir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_smoke_run_through_the_entry_point(smoke_run):
+    proc, tmp_path = smoke_run("teamwork")
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads((tmp_path / "results.json").read_text())
     for m in ("teamwork", "pca"):

@@ -58,8 +58,9 @@ def unbroken(tmp_path_factory):
     return json.loads((workdir / "results.json").read_text())
 
 
-def test_smoke_run_writes_the_run_directory(tmp_path):
-    code, out = finish(launch(workdir=tmp_path))
+def test_smoke_run_writes_the_run_directory(smoke_run):
+    proc, tmp_path = smoke_run("var_jepa")
+    code, out = proc.returncode, proc.stdout + proc.stderr
     assert code == 0, out
     metrics = json.loads((tmp_path / "results.json").read_text())
     for key in (

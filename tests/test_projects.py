@@ -1,0 +1,104 @@
+"""Every project, one parametrized test each (a new project is covered by adding nothing):
+its configs build, validate and round-trip through config.json; every table run builds; the
+claims are declared; the README quotes each committed table verbatim; the smoke config runs
+through `launch/run.py` and writes its run directory with the code fingerprint; and the project
+imports only `shared`, `kernels_pallas` and itself."""
+
+import ast
+import dataclasses
+import json
+import math
+import pathlib
+
+import pytest
+
+from shared import executor, provenance
+from shared.config import apply_overrides, dumps, from_dict
+from shared.table_writer import demoted, marker_pattern
+
+ROOT = executor.ROOT
+PROJECTS = executor.all_projects()
+LAUNCH_MODULES = {"launch", *(p.stem for p in (ROOT / "launch").glob("*.py"))}
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_configs_build_validate_and_round_trip(project):
+    configs = executor.load_module(project, "experiment").CONFIGS
+    assert {"smoke", "cpu", "paper"} <= set(configs), "every project has smoke, cpu and paper"
+    for name, cfg in configs.items():
+        assert dataclasses.is_dataclass(cfg) and type(cfg).__dataclass_params__.frozen, name
+        assert hasattr(cfg, "seed"), f"{name}: tables and --seed need a `seed` field"
+        assert apply_overrides(cfg, [f"seed={cfg.seed}"]) == cfg  # __post_init__ checks pass
+        assert from_dict(type(cfg), json.loads(dumps(cfg))) == cfg, f"{name}: config.json"
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_every_table_run_builds_and_claims_are_declared(project):
+    mod = executor.load_module(project, "tables")
+    assert mod.TABLES, "a project reproduces at least one table"
+    for name, table in mod.TABLES.items():
+        assert table.name == name
+        base = executor.get_config(project, table.config)
+        for overrides, seed in table.runs():
+            apply_overrides(base, [*overrides, f"seed={seed}"])
+    claims = getattr(mod, "CLAIMS", ())
+    assert claims, "declare the paper's claims and their verdicts (CLAIMS in tables.py)"
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_readme_quotes_each_committed_table(project):
+    """The README region of every table (declared, or written by a figure hook) equals the
+    committed table, so README and tables cannot drift."""
+    readme = (ROOT / "projects" / project / "README.md").read_text()
+    tables = executor.load_module(project, "tables").TABLES
+    results = ROOT / "projects" / project / "results"
+    declared = [n for n, t in tables.items() if t.config != "long"]
+    for name in sorted({*declared, *(p.stem for p in results.glob("*.md"))}):
+        match = marker_pattern(name).search(readme)
+        assert match, f"README.md needs a <!-- table: {name} --> ... <!-- /table: {name} --> region"
+        committed = results / f"{name}.md"
+        assert committed.exists(), f"results/{name}.md is not generated"
+        assert match.group(2).rstrip() == demoted(committed.read_text()), (
+            f"README region '{name}' differs from results/{name}.md: rerun "
+            f"`python launch/reproduce.py projects/{project} --table {name}`"
+        )
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_smoke_config_runs_through_the_entry_point(project, smoke_run):
+    proc, workdir = smoke_run(project)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for name in ("config.json", "run.json", "results.json"):
+        assert (workdir / name).exists(), name
+    info = json.loads((workdir / "run.json").read_text())
+    assert info["project"] == project and info["wall_s"] > 0
+    assert f"projects/{project}/experiment.py" in info["code"]
+    assert not provenance.changed_since(info["code"])
+    assert info["fingerprint"] == provenance.fingerprint(info["code"])
+    metrics = json.loads((workdir / "results.json").read_text())
+    assert metrics and all(isinstance(v, int | float) for v in metrics.values())
+    assert any(math.isfinite(v) for v in metrics.values())
+
+
+def _imports(path: pathlib.Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+@pytest.mark.parametrize("project", PROJECTS)
+def test_project_imports_only_the_library_and_itself(project):
+    bad = []
+    for path in sorted((ROOT / "projects" / project).rglob("*.py")):
+        for name in _imports(path):
+            top, _, rest = name.partition(".")
+            other_project = top == "projects" and rest.split(".")[0] not in ("", project)
+            if top in LAUNCH_MODULES or other_project:
+                bad.append(f"{path.relative_to(ROOT)}: import {name}")
+        if "sys.path" in path.read_text():
+            bad.append(f"{path.relative_to(ROOT)}: edits sys.path")
+    assert not bad, "a project imports only shared/, kernels_pallas/ and itself:\n" + "\n".join(bad)
