@@ -1,7 +1,7 @@
 """The tables this project reproduces (`python launch/reproduce.py projects/attn_qat`)."""
 
 from projects.attn_qat.figures import after_table
-from shared.tables import Column, Row, Section, Table
+from shared.tables import Claim, Column, Row, Section, Table
 
 
 def _quality(title: str, unit: str) -> tuple[Section, ...]:
@@ -103,3 +103,39 @@ ABLATION = Table(
 TABLES = {"llm": LLM, "ablation": ABLATION}
 # Figures written after a table (launch/reproduce.py): the paper's stability plot.
 FIGURES = {"llm": after_table, "ablation": after_table}
+
+# The paper's claims and what the tables above show at this scale (gathered into RESULTS.md).
+CLAIMS = (
+    Claim(
+        "Drop-in QAT (FP4 forward with a plain FlashAttention backward) trains unstably.",
+        "does not hold",
+        "ablation and llm, gradient-norm sections: drop-in QAT has no spike in any seed and a "
+        "mean norm within one std of Attn-QAT's",
+    ),
+    Claim(
+        "Both fixes are needed: without low-precision P in dV, or without D from the "
+        "high-precision O', training shows spikes or norms that never settle.",
+        "does not hold",
+        "ablation, gradient-norm section: the rows 'only D from O'' and 'only fq(P) in dV' have "
+        "no spikes and means within one std of Attn-QAT's",
+    ),
+    Claim(
+        "A short Attn-QAT run recovers the quality that FP4 attention loses without training "
+        "(PTQ).",
+        "partly",
+        "ablation_fp4_gap: Attn-QAT's penalty is below PTQ's, but drop-in QAT's equals it; "
+        "llm_fp4_gap: Attn-QAT's penalty is within one std of PTQ's after 8 steps",
+    ),
+    Claim(
+        "With Attn-QAT, FP4 attention keeps BF16 quality on continued pretraining and SFT of "
+        "Llama-3.1-70B and Qwen3-14B and on Wan-2.1 video diffusion.",
+        "not testable here",
+        "the `paper` config (70B shapes) is only built in the tests; the tables use "
+        "SmolLM2-135M and a 0.46 M-parameter model",
+    ),
+    Claim(
+        "FP4 attention kernels give up to 1.5x speed-up over SageAttention3 on an RTX 5090.",
+        "not testable here",
+        "no FP4 matrix units here: training and inference use fake quantization",
+    ),
+)

@@ -5,8 +5,9 @@
     python launch/reproduce.py projects/scale                      # every table (+ figures)
 
 One run = one optimizer and seed. With `lr=0` the run first chooses its peak LR by a sweep (its
-grid, `sweep_steps` steps, seed `sweep_seed`), cached beside the run so that every seed of a table
-reuses the same choice; `lr_from` borrows another optimizer's choice (the ablation variants).
+grid, `sweep_steps` steps, seed `sweep_seed`) inside its own run directory: every seed of a table
+makes the same choice (same grid, same sweep seed), and the sweep is covered by the run's code
+fingerprint; `lr_from` borrows another optimizer's choice (the ablation variants).
 """
 
 from __future__ import annotations
@@ -286,8 +287,8 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     lr = cfg.lr
     if lr == 0:
         source = cfg.lr_from or name
-        # the sweep cache sits beside the run directory: shared by every seed of a table
-        lr, sweep = choose_lr(cfg, data, source, workdir.parent / "_lr_sweep")
+        # inside the run directory, so the run's code fingerprint covers its sweep too
+        lr, sweep = choose_lr(cfg, data, source, workdir / "lr_sweep")
         lr *= cfg.lr_scale
     history, final, rate = _train(cfg, data, name, lr, cfg.steps, cfg.seed, workdir)
     if not math.isfinite(final):

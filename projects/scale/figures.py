@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 
-from shared.results import footer, pyplot, save_figure
+from shared.results import pyplot, save_figure
 
 
 def _curves(table, workdirs: dict) -> dict[str, list[dict]]:
@@ -45,9 +45,7 @@ def write_sweep_table(table, curves: dict[str, list[dict]], path: pathlib.Path) 
         "",
         "The grid is 3 log-spaced values (x3.16); when the best sits at an edge one more value "
         "past it is tried. The sweep uses half the steps of the reported runs and one seed.",
-        "",
-        footer(f"config `{table.config}`"),
-    ]
+    ]  # the footer is the table's (shared.table_writer stamps it)
     path.write_text("\n".join(lines) + "\n")
 
 

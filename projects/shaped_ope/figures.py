@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 
-from shared.results import footer, pyplot, save_figure, write_json
+from shared.results import pyplot, save_figure, write_json
 
 ORDER = (
     "IS", "WIS", "PDIS", "WPDIS", "DR", "MRDR", "Shaped-heur", "Shaped-learned", "Hybrid",
@@ -63,9 +63,8 @@ def details_table(summary: dict, metrics: dict, note: str) -> tuple[str, dict]:
                  "max_weight": w_max, "median_rep_max_weight": w_med,
                  "mean_final_weight": w_mean, "weight_second_moment": second, "cells": cells}
             )  # fmt: skip
-    foot = footer(note)
-    data["footer"] = foot
-    return "\n".join(lines + [foot]) + "\n", data
+    data["note"] = note  # the footer is the table's (shared.table_writer stamps it)
+    return "\n".join(lines + [f"_{note}._"]) + "\n", data
 
 
 def regime_map(summary: dict, path: pathlib.Path) -> None:
@@ -143,9 +142,7 @@ def write_all(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path
     if summary["regime"]:
         paths.append(out_dir / "regime_map.png")
         regime_map(summary, paths[-1])
-        write_json(
-            out_dir / "regime_map.json", {"cells": summary["regime"], "footer": footer(note)}
-        )
+        write_json(out_dir / "regime_map.json", {"cells": summary["regime"], "note": note})
         paths.append(out_dir / "regime_map.json")
     paths.append(out_dir / "mse_vs_n.png")
     mse_vs_n(summary, paths[-1])

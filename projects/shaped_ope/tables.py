@@ -9,7 +9,7 @@ are written from the same run by `figures.write_all` (FIGURES hook below).
 from projects.shaped_ope.evaluate import ESTIMATORS
 from projects.shaped_ope.experiment import CONFIGS
 from projects.shaped_ope.figures import write_all
-from shared.tables import Column, Row, Section, Table
+from shared.tables import Claim, Column, Row, Section, Table
 
 TITLES = {
     "chain_sparse": "Sparse chain (N = 20, goal reward only, eps = 0.5)",
@@ -46,3 +46,46 @@ MAIN = Table(
 
 TABLES = {"main": MAIN}
 FIGURES = {"main": write_all}
+
+# The paper's claims and what the tables show at this scale (gathered into RESULTS.md).
+CLAIMS = (
+    Claim(
+        "Potential-based reward shaping yields zero-mean control variates, so shaped "
+        "importance-sampling estimators stay unbiased.",
+        "holds",
+        "tests/test_estimators.py: E_mu[C_Φ] = 0 to 1e-12 by enumeration; details: the shaped "
+        "estimators' bias is within about two standard errors on the chains and cancer",
+    ),
+    Claim(
+        "Shaping control variates cut the variance of IS/PDIS/DR under sparse rewards.",
+        "partly",
+        "main: sparse chain n = 200 Shaped-learned 0.00002 vs PDIS 0.29496 and DR 0.24719; "
+        "cancer n = 1000 3.32245 vs DR 9.93568; the heuristic potential is worse than DR on "
+        "cancer, and ICU-Sepsis is inconclusive (degenerate weights)",
+    ),
+    Claim(
+        "A hybrid of shaping CVs and the DR CV enlarges the variance-reduction subspace "
+        "beyond DR and MRDR.",
+        "holds",
+        "main: Hybrid's MSE is below DR's and MRDR's in every problem and n",
+    ),
+    Claim(
+        "Since its subspace contains the shaping CVs, the hybrid is at least as good as "
+        "shaping alone.",
+        "does not hold",
+        "main: sparse chain n = 50 Hybrid 0.18987 vs Shaped-learned 0.00296; dense chain and "
+        "ICU-Sepsis also worse (cross-fitted λ transfers poorly between folds)",
+    ),
+    Claim(
+        "Shaping helps most under sparse rewards, where DR-style baselines are weak, while DR "
+        "is competitive under dense rewards.",
+        "partly",
+        "main: dense chain DR 0.01278 vs PDIS 0.03138 at n = 200, but Shaped-learned 0.00001 "
+        "beats DR there too; regime_map.png: with reward noise WPDIS wins every cell",
+    ),
+    Claim(
+        "The shaped estimators improve OPE on DOW-30 trading environments.",
+        "not testable here",
+        "no market data offline; the paper's own numbers are not known",
+    ),
+)

@@ -2,7 +2,7 @@
 
     python launch/run.py projects/td_exp_step                  # cpu config (about 2 min, 2 cores)
     python launch/run.py projects/td_exp_step --config smoke   # seconds, for tests
-    python -m projects.td_exp_step.tables                      # cpu run + results/main.md + figures
+    python launch/reproduce.py projects/td_exp_step            # the table and its 4 figures
 
 One run = every (MRP, sampling regime, horizon T, schedule, seed): the seeds and the schedules are
 vectorized inside one `lax.scan` per (MRP, regime, T), so one run holds all the seeds of a table.
