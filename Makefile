@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(PY) launch/run.py projects/var_jepa
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
