@@ -34,7 +34,8 @@ def _table_line(project: str, name: str) -> tuple[str, float]:
         return f"{link}: no provenance recorded (written before runs recorded their code)", 0.0
     state = " **DRAFT**" if prov.get("problems") else ""
     return (
-        f"{link}: revision {prov['revision']}, {prov['runs']} runs, {prov['wall_s']:.0f} s, "
+        f"{link}: revision {prov['revision']}, "
+        f"{prov['runs']} run{'' if prov['runs'] == 1 else 's'}, {prov['wall_s']:.0f} s, "
         f"{prov['date']}{state}",
         float(prov["wall_s"]),
     )

@@ -41,7 +41,8 @@ class Provenance:
         draft = f" DRAFT ({'; '.join(self.problems)})." if self.problems else ""
         return (
             f"{GENERATED}`{self.command}` at revision {self.revision} on {self.date}; "
-            f"{self.runs} runs, code fingerprint {self.fingerprint}; device {self.device}; "
+            f"{self.runs} run{'' if self.runs == 1 else 's'}, code fingerprint {self.fingerprint}; "
+            f"device {self.device}; "
             f"{config_note}; wall time {self.wall_s:.0f} s.{draft}_"
         )
 
