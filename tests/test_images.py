@@ -1,5 +1,4 @@
 import gzip
-import os
 import pathlib
 import socket
 import struct
@@ -191,15 +190,24 @@ def test_fashion_mnist_missing_files_say_how_to_get_them(tmp_path, monkeypatch):
 
 
 def test_real_fashion_mnist_if_installed():
-    root = pathlib.Path(os.environ.get("FASHION_MNIST_DIR") or images.FASHION_MNIST_DEFAULT_DIR)
+    root = images.fashion_mnist_dir()
     if not (root / "train-images-idx3-ubyte.gz").is_file():
-        pytest.skip(
-            f"Fashion-MNIST IDX files not found in {root}: set FASHION_MNIST_DIR to the "
-            "usr/share/datasets/fashion-mnist folder extracted from the Debian package "
-            "dataset-fashion-mnist to run this check"
-        )
+        pytest.skip(f"Fashion-MNIST IDX files not found in {root}: run `make env`")
     f = images.load_fashion_mnist(root)
     assert [len(s.y) for s in (f.train, f.val, f.test)] == [50_000, 10_000, 10_000]
     for s, per_class in ((f.train, 5000), (f.val, 1000), (f.test, 1000)):
         assert np.array_equal(np.bincount(s.y, minlength=10), np.full(10, per_class))
     assert f.image_shape == (28, 28, 1) and f.test.y[0] == 9 and f.train.x.max() == 1.0
+
+
+def test_debian_data_dir_prefers_the_checkout_and_names_the_fix(tmp_path, monkeypatch):
+    from shared.data import resolver
+
+    monkeypatch.setattr(resolver, "DEBIAN_DATA_ROOT", tmp_path)
+    sub = resolver.DEBIAN_PACKAGES["dataset-fashion-mnist"][0]
+    if not (pathlib.Path("/") / sub).is_dir():  # no system copy: the checkout path, absent
+        assert resolver.debian_data_dir("dataset-fashion-mnist") == tmp_path / sub
+    (tmp_path / sub).mkdir(parents=True)
+    assert resolver.debian_data_dir("dataset-fashion-mnist") == tmp_path / sub
+    hint = resolver.debian_hint("r-cran-dslabs")
+    assert "make env" in hint and "apt-get download r-cran-dslabs" in hint

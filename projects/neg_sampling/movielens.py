@@ -1,13 +1,13 @@
 """MovieLens ml-latest-small as implicit feedback (ratings ≥ threshold are positives).
 
-Two sources, both optional:
+Two sources:
 - a ratings CSV with columns `userId,movieId,rating` (MovieLens' own `ratings.csv`);
 - the `movielens` data frame in the Debian package `r-cran-dslabs` (`dslabs/data/Rdata.rdb`, an R
-  lazy-load database), read with the PyPI package `rdata` (imported only here, only when used;
-  it needs pandas and xarray).
+  lazy-load database; `make env` unpacks it into the checkout), read with the PyPI package
+  `rdata` (imported only here, only when used).
 
-The directory comes from `cfg.movielens_dir` or `MOVIELENS_DIR`; when neither source is present,
-`load_ratings` raises `FileNotFoundError` naming both and how to get them.
+The directory comes from `cfg.movielens_dir`, then `MOVIELENS_DIR`, then the resolver's folder of
+r-cran-dslabs; when no source is present, `load_ratings` raises `MissingDataError` naming the fix.
 """
 
 from __future__ import annotations
@@ -15,20 +15,22 @@ from __future__ import annotations
 import os
 import pathlib
 import struct
+import warnings
 import zlib
 
 import numpy as np
 
+from shared.data.resolver import MissingDataError, debian_data_dir, debian_hint
+
 DSLABS_HINT = (
-    "apt-get download r-cran-dslabs && dpkg -x r-cran-dslabs_*.deb /tmp/dslabs, then set "
-    "MOVIELENS_DIR=/tmp/dslabs/usr/lib/R/site-library/dslabs/data (needs `pip install rdata`), "
-    "or point MOVIELENS_DIR at a directory holding MovieLens' ratings.csv"
+    f"{debian_hint('r-cran-dslabs')}; or point MOVIELENS_DIR at a directory holding MovieLens' "
+    "ratings.csv"
 )
 
 
 def find_source(directory: str | None) -> pathlib.Path | None:
-    """ratings.csv or Rdata.rdb in `directory` (or $MOVIELENS_DIR, or the Debian R library)."""
-    candidates = [directory, os.environ.get("MOVIELENS_DIR"), "/usr/lib/R/site-library/dslabs/data"]
+    """ratings.csv or Rdata.rdb in `directory` (or $MOVIELENS_DIR, or r-cran-dslabs' folder)."""
+    candidates = [directory, os.environ.get("MOVIELENS_DIR"), debian_data_dir("r-cran-dslabs")]
     for d in candidates:
         if not d:
             continue
@@ -74,16 +76,19 @@ def read_ratings_rdb(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray, np.nda
     try:
         import rdata
     except ImportError as e:
-        raise FileNotFoundError(
-            f"{path} needs the optional package `rdata` (pip install rdata) to be read; "
-            "or provide a ratings.csv instead"
+        raise MissingDataError(
+            f"{path} is read with the package `rdata`, which is not installed: `make env` "
+            "installs it (pip install rdata==1.1.0); or provide a ratings.csv instead"
         ) from e
-    index = rdata.conversion.convert(
-        rdata.parser.parse_data(_lazyload_chunk(path.with_suffix(".rdx").read_bytes()))
-    )
-    offset, length = (int(v) for v in index["variables"]["movielens"])
-    blob = path.read_bytes()[offset : offset + length]
-    frame = rdata.conversion.convert(rdata.parser.parse_data(_lazyload_chunk(blob)))
+    with warnings.catch_warnings():  # bare serializations: rdata warns "assumed RDS"
+        warnings.simplefilter("ignore", UserWarning)
+        # the .rdx index is a gzipped RDS file; each .rdb record is one _lazyload_chunk
+        index = rdata.conversion.convert(
+            rdata.parser.parse_data(path.with_suffix(".rdx").read_bytes())
+        )
+        offset, length = (int(v) for v in index["variables"]["movielens"])
+        blob = path.read_bytes()[offset : offset + length]
+        frame = rdata.conversion.convert(rdata.parser.parse_data(_lazyload_chunk(blob)))
     return (
         np.asarray(frame["userId"], np.int64),
         np.asarray(frame["movieId"], np.int64),
@@ -94,7 +99,7 @@ def read_ratings_rdb(path: pathlib.Path) -> tuple[np.ndarray, np.ndarray, np.nda
 def load_ratings(directory: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     path = find_source(directory)
     if path is None:
-        raise FileNotFoundError(
+        raise MissingDataError(
             "MovieLens ml-latest-small is not available (no ratings.csv or dslabs Rdata.rdb "
             f"found); {DSLABS_HINT}"
         )

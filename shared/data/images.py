@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from shared.data.resolver import MissingDataError, package_file
+from shared.data.resolver import MissingDataError, debian_data_dir, debian_hint, package_file
 
 DIGIT_NAMES = tuple(str(d) for d in range(10))
 FASHION_NAMES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt")
@@ -185,7 +185,6 @@ def load_skimage_image(name: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-FASHION_MNIST_DEFAULT_DIR = pathlib.Path("/usr/share/datasets/fashion-mnist")
 _FASHION_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
@@ -222,22 +221,25 @@ def read_idx(path: str | pathlib.Path, magic: int) -> np.ndarray:
     return np.frombuffer(data, np.uint8, offset=header).reshape(dims)
 
 
+def fashion_mnist_dir() -> pathlib.Path:
+    """$FASHION_MNIST_DIR, else the folder of the Debian package the resolver knows."""
+    env = os.environ.get("FASHION_MNIST_DIR")
+    return pathlib.Path(env) if env else debian_data_dir("dataset-fashion-mnist")
+
+
 def load_fashion_mnist(
     root: str | pathlib.Path | None = None, seed: int = 0, val_fraction: float = 1 / 6
 ) -> ImageSplits:
     """Fashion-MNIST from IDX files: the official 60k train / 10k test of [28, 28, 1]; a seeded
     per-class `val_fraction` of train becomes val (default 1/6: 50,000 / 10,000 / 10,000 like
-    MNIST). `root` defaults to $FASHION_MNIST_DIR, then /usr/share/datasets/fashion-mnist."""
-    if root is None:
-        root = os.environ.get("FASHION_MNIST_DIR") or FASHION_MNIST_DEFAULT_DIR
-    root = pathlib.Path(root)
+    MNIST). `root` defaults to `fashion_mnist_dir()`."""
+    root = pathlib.Path(root) if root is not None else fashion_mnist_dir()
     missing = [f for pair in _FASHION_FILES.values() for f in pair if not (root / f).is_file()]
     if missing:
         raise MissingDataError(
-            f"Fashion-MNIST files {missing} are not in {root}. Get them from the Debian package "
-            "dataset-fashion-mnist: apt-get download dataset-fashion-mnist && dpkg -x "
-            "dataset-fashion-mnist_*.deb DIR, then set "
-            "FASHION_MNIST_DIR=DIR/usr/share/datasets/fashion-mnist"
+            f"Fashion-MNIST files {missing} are not in {root}. "
+            f"{debian_hint('dataset-fashion-mnist')}; or set FASHION_MNIST_DIR=DIR to a folder "
+            "holding the four IDX files"
         )
     if not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction={val_fraction} must be in [0, 1)")

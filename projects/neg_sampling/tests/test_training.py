@@ -82,3 +82,14 @@ def test_movielens_csv_loader_and_missing_source(tmp_path, monkeypatch):
     monkeypatch.setattr(movielens, "find_source", lambda d: None)
     with pytest.raises(FileNotFoundError, match="r-cran-dslabs"):
         movielens.load_ratings(str(tmp_path / "empty"))
+
+
+def test_real_movielens_from_the_debian_package(monkeypatch):
+    monkeypatch.delenv("MOVIELENS_DIR", raising=False)
+    if movielens.find_source(None) is None:
+        pytest.skip("MovieLens (Debian r-cran-dslabs) not unpacked: run `make env`")
+    users, items, ratings = movielens.load_ratings(None)
+    # ml-latest-small as dslabs ships it (DATA.md): 100,004 ratings, 671 users, 9,066 movies
+    assert len(ratings) == 100_004
+    assert len(np.unique(users)) == 671 and len(np.unique(items)) == 9_066
+    assert set(np.unique(ratings)) == {0.5 * k for k in range(1, 11)}
