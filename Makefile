@@ -22,7 +22,7 @@ run: $(STAMP)
 	$(PY) launch/run.py projects/var_jepa
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=20
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
