@@ -162,19 +162,19 @@ CLAIMS = (
         "Column-wise normalization of the gradient alone makes momentum-free SGD competitive "
         "with Adam.",
         "holds",
-        "ablation: SGD 20.766 -> + column-norm 10.619; main: column-norm SGD 10.608 vs AdamW "
+        "ablation: SGD 19.627 -> + column-norm 10.647; main: column-norm SGD 10.630 vs AdamW "
         "13.206 validation perplexity",
     ),
     Claim(
         "First-order momentum on the output layer only (SCALE) adds a further gain over "
         "column-normalized SGD.",
         "does not hold",
-        "main and ablation: SCALE vs column-norm SGD within one std (10.543 vs 10.608)",
+        "main and ablation: SCALE vs column-norm SGD within one std (10.535 vs 10.630)",
     ),
     Claim(
         "SCALE matches or beats Adam in pretraining perplexity.",
         "holds",
-        "main: SCALE 10.543 ± 0.195 vs AdamW 13.206 ± 0.878 (AdamW's LR sweep is not "
+        "main: SCALE 10.535 ± 0.176 vs AdamW 13.206 ± 0.878 (AdamW's LR sweep is not "
         "monotone, see sweep)",
     ),
     Claim(
@@ -186,7 +186,7 @@ CLAIMS = (
     Claim(
         "SCALE beats memory-efficient baselines (GaLore, Fira, APOLLO) in perplexity.",
         "does not hold",
-        "main: GaLore 9.457 and Muon 8.067 beat SCALE 10.543; SCALE beats APOLLO-Mini 12.434; "
+        "main: GaLore 9.457 and Muon 8.067 beat SCALE 10.535; SCALE beats APOLLO-Mini 12.434; "
         "Fira not run",
     ),
     Claim(
