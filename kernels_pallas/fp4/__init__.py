@@ -18,8 +18,10 @@ from kernels_pallas.fp4.reference import (
     MXFP4_BLOCK,
     NVFP4_BLOCK,
     e2m1_round,
-    e4m3_round_nonneg,
+    e2m1_round_scaled,
+    e8m0_from_exponent,
     mxfp4_last_axis,
+    nvfp4_block_scale,
     nvfp4_last_axis,
 )
 
@@ -29,8 +31,10 @@ __all__ = [
     "MXFP4_BLOCK",
     "NVFP4_BLOCK",
     "e2m1_round",
-    "e4m3_round_nonneg",
+    "e2m1_round_scaled",
+    "e8m0_from_exponent",
     "mxfp4_fake_quantize",
+    "nvfp4_block_scale",
     "nvfp4_fake_quantize",
 ]
 

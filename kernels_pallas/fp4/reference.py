@@ -36,33 +36,52 @@ _E2M1_STEPS = (
 
 def e2m1_round(y: jax.Array) -> jax.Array:
     """Round float32 values to E2M1 (nearest, ties to even mantissa, saturating at +-6)."""
-    a = jnp.abs(y)
+    return e2m1_round_scaled(y, jnp.float32(1.0))
+
+
+def e2m1_round_scaled(x: jax.Array, scale: jax.Array) -> jax.Array:
+    """E2M1 rounding of x / scale in grid units, decided exactly without dividing.
+
+    |x| is compared with bound * scale: a bound has at most 3 significant bits and the scales here
+    (E4M3: 4 bits; E8M0: powers of two) at most 4, so every product is exact in float32 and each
+    tie is decided exactly. Dividing first is not: XLA may turn x / scale into x * (1 / scale),
+    which moves a tie such as 2.34375 / 0.9375 = 2.5 to 2.5000002 (one grid step off). `scale` must
+    be positive and broadcast against x.
+    """
+    a = jnp.abs(x.astype(jnp.float32))
     q = jnp.zeros_like(a)
     for bound, step, tie_up in _E2M1_STEPS:
-        crossed = (a >= bound) if tie_up else (a > bound)
+        t = bound * scale
+        crossed = (a >= t) if tie_up else (a > t)
         q = q + jnp.where(crossed, step, 0.0)
-    return jnp.where(y < 0, -q, q)
+    return jnp.where(x < 0, -q, q)
 
 
-def e4m3_round_nonneg(s: jax.Array) -> jax.Array:
-    """Round non-negative float32 values in [0, 448] to E4M3 (nearest even, with subnormals).
+def nvfp4_block_scale(amax: jax.Array) -> jax.Array:
+    """E4M3 rounding of min(amax / 6, 448), exact (nearest, ties to even), for amax >= 0.
 
-    Normal range (>= 2^-6): keep 3 mantissa bits by round-to-nearest-even on the float32 bit
-    pattern (a carry into the exponent is the correct result). Subnormals (< 2^-6) lie on a grid
-    of 2^-9, rounded with floor and a tie-to-even fix.
+    The float32 quotient amax / 6 can be one ulp off (XLA may multiply by 1/6 instead), which
+    flips the rounding of amax just below 6 times an E4M3 midpoint. So the quotient only picks
+    the two E4M3 neighbours lo < hi around it, and the exact comparison of amax with
+    6 * (lo + hi) / 2 (at most 7 significant bits) decides between them.
     """
-    s = s.astype(jnp.float32)
-    bits = jax.lax.bitcast_convert_type(s, jnp.int32)
-    lsb = jnp.right_shift(bits, 20) & 1
-    rounded = (bits + (0x7FFFF + lsb)) & jnp.int32(-0x100000)  # clear the 20 dropped bits
-    normal = jax.lax.bitcast_convert_type(rounded, jnp.float32)
-    y = s * 512.0  # subnormal grid 2^-9 -> integers 0..8
-    fl = jnp.floor(y)
-    frac = y - fl
-    odd = (fl - 2.0 * jnp.floor(fl * 0.5)) == 1.0
-    up = (frac > 0.5) | ((frac == 0.5) & odd)
-    sub = (fl + jnp.where(up, 1.0, 0.0)) / 512.0
-    return jnp.where(s >= 2.0**-6, normal, sub)
+    amax = amax.astype(jnp.float32)
+    y = jnp.minimum(amax / E2M1_MAX, E4M3_MAX)
+    bits = jax.lax.bitcast_convert_type(y, jnp.int32)
+    normal = y >= 2.0**-6
+    lo_normal = jax.lax.bitcast_convert_type(bits & jnp.int32(-0x100000), jnp.float32)
+    ulp_normal = jax.lax.bitcast_convert_type(bits & 0x7F800000, jnp.float32) * 0.125
+    sub_units = jnp.floor(y * 512.0)  # subnormals lie on a grid of 2^-9
+    lo = jnp.where(normal, lo_normal, sub_units / 512.0)
+    ulp = jnp.where(normal, ulp_normal, 2.0**-9)
+    lo_odd = jnp.where(
+        normal,
+        (jnp.right_shift(bits, 20) & 1) == 1,
+        sub_units - 2.0 * jnp.floor(sub_units * 0.5) == 1.0,
+    )
+    tie = E2M1_MAX * (lo + 0.5 * ulp)
+    up = (amax > tie) | ((amax == tie) & lo_odd)
+    return jnp.minimum(jnp.where(up, lo + ulp, lo), E4M3_MAX)
 
 
 def _group(x: jax.Array, block: int) -> jax.Array:
@@ -89,8 +108,11 @@ def nvfp4_last_axis(
 ) -> jax.Array:
     """NVFP4 fake quantization along the last axis (size divisible by `block`), float32 out.
 
+    Without a global scale every step is exact (scale = e4m3(min(amax / 6, 448)), elements
+    e2m1(x / scale), both rounded to nearest even; tests/test_fp4_exact.py enumerates the ties).
     global_scale: the optional second level, s_enc = 6 * 448 / amax(x) over all of `x` (callers
-    pass one tile), block scale e4m3(amax_block / 6 * s_enc), dequantized with s_dec = 1 / s_enc.
+    pass one tile): scale = e4m3((amax_block * s_enc) / 6), elements e2m1((x * s_enc) / scale),
+    dequantized with s_dec = 1 / s_enc; the products with s_enc are rounded to float32 first.
     Blocks whose E4M3 scale rounds to zero are flushed to zero (their x / scale is undefined).
     Reconstruction: the flush-to-zero of underflowing scales (alternative: clamp the scale to the
     smallest E4M3 subnormal 2^-9, which keeps tiny blocks at the cost of saturating them).
@@ -107,10 +129,12 @@ def nvfp4_last_axis(
         s_enc = jnp.where(tmax > 0, E2M1_MAX * E4M3_MAX / jnp.where(tmax > 0, tmax, 1.0), 1.0)
     else:
         s_enc = jnp.float32(1.0)
-    scale = e4m3_round_nonneg(jnp.minimum(amax / E2M1_MAX * s_enc, E4M3_MAX)) / s_enc
+    scale = nvfp4_block_scale(amax * s_enc if global_scale else amax)
     safe = jnp.where(scale > 0, scale, 1.0)
-    q = jnp.where(scale > 0, e2m1_round(g / safe) * scale, 0.0)
-    return q.reshape(xf.shape)
+    # Elements are rounded as e2m1(x * s_enc / scale) by exact comparisons (see e2m1_round_scaled)
+    # and dequantized as e2m1 * scale * s_dec.
+    q = e2m1_round_scaled(g * s_enc if global_scale else g, safe) * (scale / s_enc)
+    return jnp.where(scale > 0, q, 0.0).reshape(xf.shape)
 
 
 def mxfp4_last_axis(x: jax.Array, block: int = MXFP4_BLOCK) -> jax.Array:
@@ -125,7 +149,18 @@ def mxfp4_last_axis(x: jax.Array, block: int = MXFP4_BLOCK) -> jax.Array:
     amax = jnp.max(jnp.abs(g), axis=-1, keepdims=True)
     bits = jax.lax.bitcast_convert_type(amax, jnp.int32)
     exp = (jnp.right_shift(bits, 23) & 0xFF) - 127  # floor(log2 amax) for normal floats
-    exp = jnp.clip(exp - 2, -127, 127)
-    scale = jnp.exp2(exp.astype(jnp.float32))
-    q = jnp.where(amax > 0, e2m1_round(g / scale) * scale, 0.0)
+    scale = e8m0_from_exponent(jnp.clip(exp - 2, -127, 127))
+    q = jnp.where(amax > 0, e2m1_round_scaled(g, scale) * scale, 0.0)
     return q.reshape(xf.shape)
+
+
+def e8m0_from_exponent(exp: jax.Array) -> jax.Array:
+    """2^exp as float32, built from exponent bits so it is exact (exp in [-127, 127]).
+
+    Not exp2: jitted on CPU it is a polynomial, and exp2(15.) gives 32767.984. 2^-127 is the one
+    float32 subnormal an E8M0 scale can be.
+    """
+    exp = exp.astype(jnp.int32)
+    normal = jnp.left_shift(jnp.maximum(exp, -126) + 127, 23)
+    bits = jnp.where(exp >= -126, normal, jnp.int32(1 << 22))
+    return jax.lax.bitcast_convert_type(bits, jnp.float32)
