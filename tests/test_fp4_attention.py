@@ -145,14 +145,85 @@ def test_each_ablation_carries_exactly_one_fix():
     def same(a, b):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
-    same(grads["fp4_ptq"].dq, grads["drop_in_qat"].dq)
-    # D from O' changes dQ/dK (through dS) only; fq(P) in dV changes dV only.
+    for name in ("dq", "dk", "dv"):
+        same(getattr(grads["fp4_ptq"], name), getattr(grads["drop_in_qat"], name))
+    # On quantized Q/K/V: D from O' changes dQ/dK (through dS) only; fq(P) in dV changes dV only.
     same(grads["only_o_prime"].dq, grads["attn_qat"].dq)
-    same(grads["only_o_prime"].dv, grads["drop_in_qat"].dv)
-    same(grads["only_quantized_p"].dq, grads["drop_in_qat"].dq)
     same(grads["only_quantized_p"].dv, grads["attn_qat"].dv)
+    assert np.abs(grads["only_quantized_p"].dq - grads["attn_qat"].dq).max() > 1e-4
+    assert np.abs(grads["only_o_prime"].dv - grads["attn_qat"].dv).max() > 1e-4
     assert np.abs(grads["attn_qat"].dq - grads["drop_in_qat"].dq).max() > 1e-4
     assert np.abs(grads["attn_qat"].dv - grads["drop_in_qat"].dv).max() > 1e-4
+
+
+def _flash_backward_float64(q, k, v, o, lse, do, causal):
+    """FlashAttention's backward (one batch, one head) in float64, from saved O and L."""
+    q, k, v, o, do = (np.asarray(x, np.float64) for x in (q, k, v, o, do))
+    t, s_len, h = q.shape[0], k.shape[0], q.shape[1]
+    mask = np.arange(s_len)[None, :] <= np.arange(t)[:, None] + (s_len - t) if causal else True
+    p = np.where(mask, np.exp(q @ k.T / math.sqrt(h) - np.asarray(lse, np.float64)[:, None]), 0.0)
+    d = (do * o).sum(-1, keepdims=True)
+    ds = p * (do @ v.T - d) / math.sqrt(h)
+    return ds @ k, ds.T @ q, p.T @ do
+
+
+@pytest.mark.parametrize("mode", ["drop_in_qat", "fp4_ptq"])
+def test_drop_in_backward_is_flash_attention_on_the_high_precision_inputs(mode):
+    # The paper's drop-in QAT: FP4 forward, then the unchanged high-precision backward, i.e. the
+    # original Q, K, V with the forward's O and L (not Q^F, K^F, V^F).
+    q, k, v, do = _inputs(t=40, n=1, seed=7, scale=2.0)
+    fwd = ref.forward(q, k, v, mode=mode, causal=True, block_sizes=BS)
+    np.testing.assert_array_equal(np.asarray(fwd.qf), np.asarray(q))
+    got = _out_and_grads(lambda *a: fp4_attention(*a, mode=mode, impl="reference"), q, k, v, do)[1]
+    want = _flash_backward_float64(
+        q[0, :, 0], k[0, :, 0], v[0, :, 0], fwd.o[0, :, 0], fwd.lse[0, 0], do[0, :, 0], True
+    )
+    for name, a, b in zip(("dq", "dk", "dv"), got, want):
+        np.testing.assert_allclose(a[0, :, 0], b, atol=2e-5, rtol=0, err_msg=name)
+    # Attn-QAT's backward runs on the quantized inputs instead.
+    qat = ref.forward(q, k, v, mode="attn_qat", causal=True, block_sizes=BS)
+    np.testing.assert_array_equal(np.asarray(qat.qf), np.asarray(_fq(q)))
+
+
+def test_grouped_query_heads_equal_repeated_heads():
+    # 6 query heads on 2 key/value heads: query head n reads kv head n // 3, and a kv head's
+    # gradient is the sum over its query heads.
+    q, _, _, do = _inputs(t=40, n=6, seed=8, scale=2.0)
+    _, k, v, _ = _inputs(t=40, n=2, seed=9, scale=2.0)
+    for mode in ("attn_qat", "drop_in_qat"):
+
+        def f(q, k, v, m=mode):
+            return fp4_attention(q, k, v, mode=m, impl="reference")
+
+        def f_rep(q, k, v, m=mode):
+            return f(q, ref.repeat_kv(k, 6), ref.repeat_kv(v, 6), m)
+
+        out, (dq, dk, dv) = _out_and_grads(f, q, k, v, do)
+        want, (dq_w, dk_w, dv_w) = _out_and_grads(f_rep, q, k, v, do)
+        np.testing.assert_allclose(out, want, atol=1e-6, rtol=0)
+        for name, a, b in (("dq", dq, dq_w), ("dk", dk, dk_w), ("dv", dv, dv_w)):
+            np.testing.assert_allclose(a, b, atol=2e-5, rtol=0, err_msg=f"{mode} {name}")
+        assert dk.shape == k.shape
+
+
+def test_causal_queries_after_a_prefix_equal_the_last_rows_of_full_attention():
+    # T = 24 queries at the end of S = 56 positions (bottom-right causal mask).
+    q, k, v, do = _inputs(t=56, seed=10)
+    f = jax.jit(lambda q, k, v: fp4_attention(q, k, v, mode="bf16", impl="reference"))
+    out, vjp = jax.vjp(f, q[:, -24:], k, v)
+    full, vjp_full = jax.vjp(lambda q, k, v: _naive(q, k, v, True), q, k, v)
+    np.testing.assert_allclose(out, full[:, -24:], atol=1e-5, rtol=0)
+    do_last = do.at[:, :-24].set(0.0)
+    got, want = vjp(do_last[:, -24:]), vjp_full(do_last)
+    np.testing.assert_allclose(got[0], want[0][:, -24:], atol=1e-5, rtol=0)
+    for a, b in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    # With quantization the prefix case is the last rows of the full quantized forward too
+    # (P~ is quantized per row, and the rows see the same key tiles).
+    qat = fp4_attention(q, k, v, mode="attn_qat", impl="reference")[:, -24:]
+    np.testing.assert_allclose(
+        fp4_attention(q[:, -24:], k, v, mode="attn_qat", impl="reference"), qat, atol=1e-6
+    )
 
 
 def _cosine(a, b):
@@ -187,5 +258,8 @@ def test_bfloat16_inputs_and_bad_configs():
         fp4_attention(q[..., :24], k[..., :24], v[..., :24], mode="attn_qat")
     with pytest.raises(ValueError, match="block_k"):
         fp4_attention(q, k, v, mode="attn_qat", block_sizes=BlockSizes(block_k=24))
-    with pytest.raises(ValueError, match="T == S"):
+    with pytest.raises(ValueError, match="T <= S"):
         fp4_attention(q, k[:, :20], v[:, :20], mode="bf16", causal=True)
+    with pytest.raises(ValueError, match="K dividing N"):
+        kv2 = jnp.tile(k, (1, 1, 2, 1))
+        fp4_attention(jnp.tile(q, (1, 1, 3, 1)), kv2, kv2, mode="bf16")

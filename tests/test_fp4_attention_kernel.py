@@ -69,6 +69,19 @@ def test_kernel_cross_attention_one_head_ragged_mixed_tiles(mode):
         _assert_close(got, [np.asarray(x) for x in _naive(*inputs)], atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["attn_qat", "drop_in_qat"])
+def test_kernel_grouped_query_heads_after_a_cached_prefix(mode):
+    # 4 query heads on 2 key/value heads (not repeated), causal, T = 20 queries after 25 cached
+    # positions (S = 45), tiles that split the prefix unevenly.
+    q, _, _, do = _inputs(1, 20, 45, 4, 32, seed=3)
+    _, k, v, _ = _inputs(1, 20, 45, 2, 32, seed=4)
+    bs = BlockSizes(block_q=16, block_k=16, block_q_dkv=16, block_kv_dkv=32, block_q_dq=32,
+                    block_kv_dq=16)  # fmt: skip
+    got, want = _both(mode, True, bs, q, k, v, do)
+    assert got[2].shape == k.shape
+    _assert_close(got, want, atol=2e-5)
+
+
 def test_kernel_bfloat16_matches_reference_on_the_same_inputs():
     q, k, v, do = _inputs(1, 40, 40, 2, 32, dtype=jnp.bfloat16, seed=2)
     got, want = _both("attn_qat", True, BlockSizes(), q, k, v, do)

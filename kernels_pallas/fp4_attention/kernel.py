@@ -3,8 +3,13 @@
 O' (the high-precision P~ V^F / l) is emitted only by the modes whose backward uses it
 (attn_qat, only_o_prime); the others skip its extra matmul.
 
-Layout inside the kernels is [B, N, T, H] (heads before tokens, so every block's last two dims
-are (tokens, head_dim), the tiling Mosaic TPU and Triton both accept); the wrapper transposes.
+Layout inside the kernels is [B, N, T, H] for queries and [B, K, S, H] for keys/values (heads
+before tokens, so every block's last two dims are (tokens, head_dim), the tiling Mosaic TPU and
+Triton both accept); the wrapper transposes. Grouped-query K/V are never repeated: a query head's
+program reads key/value head n // G through its index map, and the dK/dV program of a key/value
+head loops over its G query heads. Causal masks are bottom-right aligned (query i at position
+S - T + i). The backward runs on the fake-quantized Q, K, V (Attn-QAT and ablations) or on the
+high-precision ones (drop-in QAT, PTQ), as the mode says.
 Q, K, V are NVFP4 fake-quantized once, before the kernels, by an XLA pass: with 16-groups along
 head_dim and no global scale this equals quantizing each 32-token tile inside the kernel, and the
 fake-quantized values are exact in bfloat16. P~ (forward) and P (backward) are quantized inside
@@ -42,9 +47,9 @@ def _dot(a, b, contract_a: int, contract_b: int):
     return jax.lax.dot_general(a, b, dims, precision=hi, preferred_element_type=jnp.float32)
 
 
-def _mask(q_start, k_start, bq: int, bk: int, s_real: int, causal: bool):
-    """[bq, bk] True where query q_start+r may attend key k_start+c."""
-    q_pos = q_start + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)
+def _mask(q_start, k_start, bq: int, bk: int, s_real: int, causal: bool, offset: int):
+    """[bq, bk] True where query q_start+r (position q_start+r+offset) may attend key k_start+c."""
+    q_pos = q_start + offset + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 0)
     k_pos = k_start + jax.lax.broadcasted_iota(jnp.int32, (bq, bk), 1)
     mask = k_pos < s_real
     if causal:
@@ -52,12 +57,19 @@ def _mask(q_start, k_start, bq: int, bk: int, s_real: int, causal: bool):
     return mask
 
 
+def _key_tiles_seen(i, bq: int, bk: int, num_k: int, causal: bool, offset: int):
+    """Key tiles query tile i attends (causal: the tiles above the diagonal are skipped)."""
+    if not causal:
+        return num_k
+    return jnp.minimum(jax.lax.div((i + 1) * bq + offset + bk - 1, bk), num_k)
+
+
 def _fq_tile(p, flags: ModeFlags, group: int):
     return nvfp4_last_axis(p, group, reshape_free=True) if flags.quantize else p
 
 
 def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *o_prime_ref, flags, causal, bq, bk,
-                    s_real, sm_scale, group):  # fmt: skip
+                    s_real, offset, sm_scale, group):  # fmt: skip
     i = pl.program_id(2)
     q = q_ref[...]  # [bq, H], already fake-quantized
     num_k = k_ref.shape[0] // bk
@@ -68,7 +80,7 @@ def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *o_prime_ref, flags, ca
         start = pl.multiple_of(j * bk, bk)
         k = k_ref[pl.ds(start, bk), :]
         v = v_ref[pl.ds(start, bk), :]
-        mask = _mask(i * bq, start, bq, bk, s_real, causal)
+        mask = _mask(i * bq, start, bq, bk, s_real, causal, offset)
         s = jnp.where(mask, _dot(q, k, 1, 1) * sm_scale, MASK_VALUE)
         m_new = jnp.maximum(m, jnp.max(s, axis=-1, keepdims=True))
         alpha = jnp.exp(m - m_new)
@@ -79,9 +91,7 @@ def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *o_prime_ref, flags, ca
             acc_prime = alpha * acc_prime + _dot(p.astype(v.dtype), v, 1, 0)
         return acc, acc_prime, m_new, denom
 
-    upper = num_k
-    if causal:  # key tiles entirely above the diagonal contribute nothing
-        upper = jnp.minimum(jax.lax.div((i + 1) * bq + bk - 1, bk), num_k)
+    upper = _key_tiles_seen(i, bq, bk, num_k, causal, offset)
     zeros = jnp.zeros((bq, h), jnp.float32)
     init = (zeros, zeros, jnp.full((bq, 1), -jnp.inf, jnp.float32), jnp.zeros((bq, 1)))
     acc, acc_prime, m, denom = jax.lax.fori_loop(0, upper, body, init)
@@ -92,20 +102,22 @@ def _forward_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *o_prime_ref, flags, ca
 
 
 def _dkdv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, *, flags, causal,
-                 bq, bk, s_real, sm_scale, group):  # fmt: skip
+                 bq, bk, s_real, offset, sm_scale, group):  # fmt: skip
+    # q_ref, do_ref, lse_ref, d_ref: [G, Tp, .], the G query heads of this key/value head.
     j = pl.program_id(2)
     k = k_ref[...]
     v = v_ref[...]
-    num_q = q_ref.shape[0] // bq
+    num_q = q_ref.shape[1] // bq
 
-    def body(i, carry):
+    def body(step, carry):
         dk, dv = carry
+        g, i = jax.lax.div(step, num_q), jax.lax.rem(step, num_q)
         start = pl.multiple_of(i * bq, bq)
-        q = q_ref[pl.ds(start, bq), :]
-        do = do_ref[pl.ds(start, bq), :]
-        lse = lse_ref[pl.ds(start, bq), :]  # [bq, 1]
-        d = d_ref[pl.ds(start, bq), :]
-        mask = _mask(start, j * bk, bq, bk, s_real, causal)
+        q = q_ref[g, pl.ds(start, bq), :]
+        do = do_ref[g, pl.ds(start, bq), :]
+        lse = lse_ref[g, pl.ds(start, bq), :]  # [bq, 1]
+        d = d_ref[g, pl.ds(start, bq), :]
+        mask = _mask(start, j * bk, bq, bk, s_real, causal, offset)
         s = jnp.where(mask, _dot(q, k, 1, 1) * sm_scale, MASK_VALUE)
         p = jnp.where(mask, jnp.exp(s - lse), 0.0)
         p_v = _fq_tile(p, flags, group) if flags.dv_from_quantized_p else p
@@ -114,16 +126,20 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, *,
         dk = dk + _dot(ds.astype(q.dtype), q, 0, 0)
         return dk, dv
 
-    # Causal: query tiles entirely above the diagonal are skipped.
-    lower = jax.lax.div(j * bk, bq) if causal else 0
+    # Causal: query tiles entirely above the diagonal are skipped (in every head of the group).
+    lower = jax.lax.div(jnp.maximum(j * bk - offset, 0), bq) if causal else 0
     zeros = jnp.zeros(k.shape, jnp.float32)
-    dk, dv = jax.lax.fori_loop(lower, num_q, body, (zeros, zeros))
+
+    def head(g, carry):
+        return jax.lax.fori_loop(g * num_q + lower, (g + 1) * num_q, body, carry)
+
+    dk, dv = jax.lax.fori_loop(0, q_ref.shape[0], head, (zeros, zeros))
     dk_ref[...] = dk
     dv_ref[...] = dv
 
 
 def _dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dq_ref, *, causal, bq, bk, s_real,
-               sm_scale):  # fmt: skip
+               offset, sm_scale):  # fmt: skip
     i = pl.program_id(2)
     q = q_ref[...]
     do = do_ref[...]
@@ -135,15 +151,13 @@ def _dq_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dq_ref, *, causal, b
         start = pl.multiple_of(j * bk, bk)
         k = k_ref[pl.ds(start, bk), :]
         v = v_ref[pl.ds(start, bk), :]
-        mask = _mask(i * bq, start, bq, bk, s_real, causal)
+        mask = _mask(i * bq, start, bq, bk, s_real, causal, offset)
         s = jnp.where(mask, _dot(q, k, 1, 1) * sm_scale, MASK_VALUE)
         p = jnp.where(mask, jnp.exp(s - lse), 0.0)
         ds = p * (_dot(do, v, 1, 1) - d) * sm_scale
         return dq + _dot(ds.astype(k.dtype), k, 1, 0)
 
-    upper = num_k
-    if causal:
-        upper = jnp.minimum(jax.lax.div((i + 1) * bq + bk - 1, bk), num_k)
+    upper = _key_tiles_seen(i, bq, bk, num_k, causal, offset)
     dq_ref[...] = jax.lax.fori_loop(0, upper, body, jnp.zeros(q.shape, jnp.float32))
 
 
@@ -167,9 +181,14 @@ def _tile_spec(block: int, h: int):
     return pl.BlockSpec((None, None, block, h), lambda b, n, i: (b, n, i, 0))
 
 
-def _full_spec(length: int, h: int):
-    """The whole sequence of one (batch, head)."""
-    return pl.BlockSpec((None, None, length, h), lambda b, n, i: (b, n, 0, 0))
+def _full_spec(length: int, h: int, group: int = 1):
+    """The whole sequence of one (batch, head); group > 1: of key/value head n // group."""
+    return pl.BlockSpec((None, None, length, h), lambda b, n, i: (b, n // group, 0, 0))
+
+
+def _group_spec(length: int, h: int, group: int):
+    """The whole sequences of the `group` query heads of one (batch, key/value head)."""
+    return pl.BlockSpec((None, group, length, h), lambda b, n, i: (b, n, 0, 0))
 
 
 def _round_up(x: int, *blocks: int) -> int:
@@ -177,13 +196,15 @@ def _round_up(x: int, *blocks: int) -> int:
     return -(-x // m) * m
 
 
-def _prepare(q, k, v, flags: ModeFlags, bs: BlockSizes):
-    """Fake-quantize, move heads before tokens and pad: -> [B, N, Tp, H], [B, N, Sp, H] x2."""
+def _prepare(q, k, v, flags: ModeFlags, bs: BlockSizes, quantize: bool):
+    """(Fake-quantize,) move heads before tokens and pad: -> [B, N, Tp, H], [B, K, Sp, H] x2."""
     tp = _round_up(q.shape[1], bs.block_q, bs.block_q_dkv, bs.block_q_dq)
     sp = _round_up(k.shape[1], bs.block_k, bs.block_kv_dkv, bs.block_kv_dq)
 
     def prep(x, length):
-        x = jnp.transpose(fq_last(x, flags, bs.quant_group).astype(x.dtype), (0, 2, 1, 3))
+        if quantize:
+            x = fq_last(x, flags, bs.quant_group).astype(x.dtype)
+        x = jnp.transpose(x, (0, 2, 1, 3))
         return jnp.pad(x, ((0, 0), (0, 0), (0, length - x.shape[2]), (0, 0)))
 
     return prep(q, tp), prep(k, sp), prep(v, sp)
@@ -192,12 +213,13 @@ def _prepare(q, k, v, flags: ModeFlags, bs: BlockSizes):
 @functools.partial(jax.jit, static_argnums=(3, 4, 5, 6))
 def _forward(q, k, v, mode: str, causal: bool, bs: BlockSizes, interpret: bool):
     flags = check_inputs(q, k, v, mode, causal, bs)
-    qf, kf, vf = _prepare(q, k, v, flags, bs)
+    qf, kf, vf = _prepare(q, k, v, flags, bs, quantize=True)
     b, n, tp, h = qf.shape
-    sp = kf.shape[2]
+    sp, group = kf.shape[2], n // kf.shape[1]
     kernel = functools.partial(
         _forward_kernel, flags=flags, causal=causal, bq=bs.block_q, bk=bs.block_k,
-        s_real=k.shape[1], sm_scale=1.0 / math.sqrt(h), group=bs.quant_group,
+        s_real=k.shape[1], offset=k.shape[1] - q.shape[1], sm_scale=1.0 / math.sqrt(h),
+        group=bs.quant_group,
     )  # fmt: skip
     out_shape = [
         jax.ShapeDtypeStruct((b, n, tp, h), q.dtype),
@@ -210,7 +232,7 @@ def _forward(q, k, v, mode: str, causal: bool, bs: BlockSizes, interpret: bool):
     outs = pl.pallas_call(
         kernel,
         grid=(b, n, tp // bs.block_q),
-        in_specs=[_tile_spec(bs.block_q, h), _full_spec(sp, h), _full_spec(sp, h)],
+        in_specs=[_tile_spec(bs.block_q, h), _full_spec(sp, h, group), _full_spec(sp, h, group)],
         out_specs=out_specs,
         out_shape=out_shape,
         interpret=interpret,
@@ -220,6 +242,8 @@ def _forward(q, k, v, mode: str, causal: bool, bs: BlockSizes, interpret: bool):
     o, lse = outs[0], outs[1]
     o_prime = outs[2] if flags.d_from_o_prime else None
     out = jnp.transpose(o[:, :, : q.shape[1]], (0, 2, 1, 3))
+    if not flags.quantized_qkv_backward:  # FlashAttention's backward on the original Q, K, V
+        qf, kf, vf = _prepare(q, k, v, flags, bs, quantize=False)
     return out, (qf, kf, vf, o, lse, o_prime)
 
 
@@ -228,30 +252,31 @@ def _backward(mode, causal, bs: BlockSizes, interpret, t_real, s_real, res, do):
     flags = mode_flags(mode)
     qf, kf, vf, o, lse, o_prime = res
     b, n, tp, h = qf.shape
-    sp = kf.shape[2]
+    kv_heads, sp = kf.shape[1], kf.shape[2]
+    group = n // kv_heads
     do = jnp.transpose(do, (0, 2, 1, 3))
     do = jnp.pad(do, ((0, 0), (0, 0), (0, tp - t_real), (0, 0)))  # padded queries: zero cotangent
     o_for_d = o_prime if flags.d_from_o_prime else o.astype(jnp.float32)
     d = jnp.sum(do.astype(jnp.float32) * o_for_d, axis=-1, keepdims=True)  # [B, N, Tp, 1]
-    common = dict(causal=causal, s_real=s_real, sm_scale=1.0 / math.sqrt(h))
+    common = dict(causal=causal, s_real=s_real, offset=s_real - t_real, sm_scale=1.0 / math.sqrt(h))
     dkdv = functools.partial(
         _dkdv_kernel, flags=flags, bq=bs.block_q_dkv, bk=bs.block_kv_dkv, group=bs.quant_group,
         **common,
     )  # fmt: skip
-    full_q, full_k = _full_spec(tp, h), _full_spec(sp, h)
+    group_q, full_k = _group_spec(tp, h, group), _full_spec(sp, h, group)
     dk, dv = pl.pallas_call(
         dkdv,
-        grid=(b, n, sp // bs.block_kv_dkv),
+        grid=(b, kv_heads, sp // bs.block_kv_dkv),
         in_specs=[
-            full_q,
+            group_q,
             _tile_spec(bs.block_kv_dkv, h),
             _tile_spec(bs.block_kv_dkv, h),
-            full_q,
-            _full_spec(tp, 1),
-            _full_spec(tp, 1),
+            group_q,
+            _group_spec(tp, 1, group),
+            _group_spec(tp, 1, group),
         ],  # fmt: skip
         out_specs=[_tile_spec(bs.block_kv_dkv, h)] * 2,
-        out_shape=[jax.ShapeDtypeStruct((b, n, sp, h), jnp.float32)] * 2,
+        out_shape=[jax.ShapeDtypeStruct((b, kv_heads, sp, h), jnp.float32)] * 2,
         interpret=interpret,
         compiler_params=_compiler_params(interpret, h),
         name="fp4_attention_dkdv",
@@ -282,7 +307,7 @@ def _backward(mode, causal, bs: BlockSizes, interpret, t_real, s_real, res, do):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
 def fp4_flash_attention(q, k, v, mode: str, causal: bool, block_sizes: BlockSizes, interpret: bool):
-    """Pallas FP4 attention, q [B, T, N, H], k/v [B, S, N, H] -> [B, T, N, H] (q.dtype)."""
+    """Pallas FP4 attention, q [B, T, N, H], k/v [B, S, K, H] -> [B, T, N, H] (q.dtype)."""
     return _forward(q, k, v, mode, causal, block_sizes, interpret)[0]
 
 

@@ -1,6 +1,9 @@
 """Materialized (dense) reference of FP4 attention for every mode: the spec the kernel matches.
 
-Shapes: q [B, T, N, H], k/v [B, S, N, H]; logits s [B, N, T, S]; lse [B, N, T].
+Shapes: q [B, T, N, H], k/v [B, S, K, H] with K dividing N (grouped-query attention: query head
+n reads key/value head n // (N / K)); logits s [B, N, T, S]; lse [B, N, T]. Causal masking is
+bottom-right aligned: query i sits at position S - T + i (T <= S; a query block after a cached
+prefix), which is the usual causal mask when T == S.
 
 Forward (Attn-QAT paper, Algorithm 2), written without a loop but with the kernel's tile order:
 with key tiles of `block_k` and running maxima m_j = max(m_{j-1}, rowmax S_j),
@@ -13,12 +16,14 @@ official code turn the global scales off, so the attention does not offer them).
 
 Backward (Algorithm 3): P = exp(S - L), dV = P_v^T dO, dP = dO V^F^T, dS = P (dP - D) / sqrt(H),
 dQ = dS K^F, dK = dS^T Q^F, with (P_v, D) chosen by the mode; gradients pass straight through the
-Q/K/V quantizers.
+Q/K/V quantizers. Drop-in QAT (and PTQ's gradient) is the paper's "unchanged high-precision
+FlashAttention backward": the same formulas on the high-precision Q, K, V (S recomputed from them),
+with the forward's L and O, D = rowsum(dO * O) and dV = P^T dO. Attn-QAT and its two ablations
+use the fake-quantized Q^F, K^F, V^F (the official `use_qat_qkv_backward=True`).
 
 Reconstruction (not fixed by the paper or code): l and O' are accumulated in float32 (the official
-reference rounds P~ to bf16 first); fp4_ptq's gradient is defined as drop-in QAT's; causal masking
-is top-left aligned and needs T == S (alternative: bottom-right alignment for T < S, not needed by
-the decoders here).
+reference rounds P~ to bf16 first); fp4_ptq's gradient is defined as drop-in QAT's; the ablations
+keep Attn-QAT's quantized Q/K/V backward and remove one fix each.
 """
 
 from __future__ import annotations
@@ -40,21 +45,23 @@ class ModeFlags(NamedTuple):
     quantize: bool  # fake-quantize Q, K, V and the forward's P~ (NVFP4)
     d_from_o_prime: bool  # backward D = rowsum(dO * O') instead of rowsum(dO * O)
     dv_from_quantized_p: bool  # backward dV = fq(P)^T dO instead of P^T dO
+    quantized_qkv_backward: bool  # backward on Q^F, K^F, V^F instead of the high-precision Q, K, V
 
 
 MODE_FLAGS = {
     # No quantization: plain flash attention, gradients equal jax.grad of softmax attention.
-    "bf16": ModeFlags(False, False, False),
+    "bf16": ModeFlags(False, False, False, False),
     # Quantized forward used without training; its gradient is defined as drop-in QAT's.
-    "fp4_ptq": ModeFlags(True, False, False),
-    # FP4 forward + FlashAttention backward: D = rowsum(dO*O), dV from unquantized P.
-    "drop_in_qat": ModeFlags(True, False, False),
-    # Both fixes: D = rowsum(dO*O') and dV = fq(P)^T dO.
-    "attn_qat": ModeFlags(True, True, True),
+    "fp4_ptq": ModeFlags(True, False, False, False),
+    # FP4 forward + the high-precision FlashAttention backward: Q, K, V unquantized,
+    # D = rowsum(dO*O), dV from unquantized P.
+    "drop_in_qat": ModeFlags(True, False, False, False),
+    # Both fixes on the quantized Q^F, K^F, V^F: D = rowsum(dO*O') and dV = fq(P)^T dO.
+    "attn_qat": ModeFlags(True, True, True, True),
     # Ablation, fix 1 alone ("high-precision O' in D"): D from O', dV from unquantized P.
-    "only_o_prime": ModeFlags(True, True, False),
+    "only_o_prime": ModeFlags(True, True, False, True),
     # Ablation, fix 2 alone ("low-precision P in dV"): dV from fq(P), D from the quantized O.
-    "only_quantized_p": ModeFlags(True, False, True),
+    "only_quantized_p": ModeFlags(True, False, True, True),
 }
 
 
@@ -86,12 +93,22 @@ def mode_flags(mode: str) -> ModeFlags:
 def check_inputs(q, k, v, mode: str, causal: bool, bs: BlockSizes) -> ModeFlags:
     """Validate shapes and tiles; returns the mode's flags. Errors name the field to change."""
     flags = mode_flags(mode)
-    if q.ndim != 4 or k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[2:] != k.shape[2:]:
+    if (
+        q.ndim != 4
+        or k.shape != v.shape
+        or q.shape[0] != k.shape[0]
+        or q.shape[3] != k.shape[3]
+        or q.shape[2] % k.shape[2]
+    ):
         raise ValueError(
-            f"expected q [B,T,N,H], k/v [B,S,N,H]; got {q.shape}, {k.shape}, {v.shape}"
+            f"expected q [B,T,N,H], k/v [B,S,K,H] with K dividing N; got {q.shape}, {k.shape}, "
+            f"{v.shape}"
         )
-    if causal and q.shape[1] != k.shape[1]:
-        raise ValueError(f"causal=True needs T == S, got T={q.shape[1]}, S={k.shape[1]}")
+    if causal and q.shape[1] > k.shape[1]:
+        raise ValueError(
+            f"causal=True needs T <= S (queries are the last T positions), got T={q.shape[1]}, "
+            f"S={k.shape[1]}"
+        )
     g = bs.quant_group
     if flags.quantize:
         if q.shape[-1] % g:
@@ -114,15 +131,26 @@ def _pad_keys(x: jax.Array, axis: int, multiple: int) -> jax.Array:
     return jnp.pad(x, widths)
 
 
+def repeat_kv(x: jax.Array, num_heads: int) -> jax.Array:
+    """[B, S, K, H] -> [B, S, N, H]: key/value head n // (N / K) for query head n."""
+    return jnp.repeat(x, num_heads // x.shape[2], axis=2)
+
+
+def sum_groups(dx: jax.Array, num_kv_heads: int) -> jax.Array:
+    """[B, S, N, H] -> [B, S, K, H]: a key/value head's gradient sums over its query heads."""
+    b, s, n, h = dx.shape
+    return dx.reshape(b, s, num_kv_heads, n // num_kv_heads, h).sum(3)
+
+
 def _logits_and_mask(qf, kf, causal: bool, s_real: int):
-    """s [B, N, T, Sp] (float32) and mask [T, Sp] (True = attend) for padded keys kf."""
+    """s [B, N, T, Sp] (float32) and mask [T, Sp] (True = attend) for padded keys kf (N heads)."""
     t, sp = qf.shape[1], kf.shape[1]
     hi = jax.lax.Precision.HIGHEST
     s = jnp.einsum("BTNH,BSNH->BNTS", qf, kf, precision=hi) / math.sqrt(qf.shape[-1])
     kpos = jnp.arange(sp)[None, :]
     mask = kpos < s_real
-    if causal:
-        mask = mask & (kpos <= jnp.arange(t)[:, None])
+    if causal:  # bottom-right: query i is at position s_real - t + i
+        mask = mask & (kpos <= jnp.arange(t)[:, None] + (s_real - t))
     return s, mask
 
 
@@ -130,9 +158,9 @@ class Forward(NamedTuple):
     o: jax.Array  # [B, T, N, H] float32
     lse: jax.Array  # [B, N, T] float32, logsumexp of the (quantized-input) logits
     o_prime: jax.Array  # [B, T, N, H] float32, P~ V^F / l (equals o when not quantizing)
-    qf: jax.Array  # fake-quantized inputs, float32
-    kf: jax.Array
-    vf: jax.Array
+    qf: jax.Array  # the Q, K, V the backward uses, float32: fake-quantized, or the
+    kf: jax.Array  # high-precision inputs when the mode's backward is FlashAttention's;
+    vf: jax.Array  # k, v keep their K heads [B, S, K, H]
 
 
 @functools.partial(jax.jit, static_argnames=("mode", "causal", "block_sizes"))
@@ -141,9 +169,9 @@ def forward(q, k, v, *, mode: str, causal: bool, block_sizes: BlockSizes) -> For
     bs = block_sizes
     flags = check_inputs(q, k, v, mode, causal, bs)
     g, bk, s_real = bs.quant_group, bs.block_k, k.shape[1]
-    qf = fq_last(q, flags, g)
-    kf = _pad_keys(fq_last(k, flags, g), 1, bk)
-    vf = _pad_keys(fq_last(v, flags, g), 1, bk)
+    qf, kf_grouped, vf_grouped = (fq_last(x, flags, g) for x in (q, k, v))
+    kf = _pad_keys(repeat_kv(kf_grouped, q.shape[2]), 1, bk)
+    vf = _pad_keys(repeat_kv(vf_grouped, q.shape[2]), 1, bk)
     s, mask = _logits_and_mask(qf, kf, causal, s_real)
     b, n, t, sp = s.shape
     s = jnp.where(mask, s, -jnp.inf)
@@ -159,7 +187,9 @@ def forward(q, k, v, *, mode: str, causal: bool, block_sizes: BlockSizes) -> For
     o_prime = jnp.einsum("BNTS,BSNH->BTNH", w * p_tilde, vf, precision=hi)
     inv_l = jnp.transpose(1.0 / denom, (0, 2, 1))[..., None]  # [B, T, N, 1]
     lse = m[..., -1] + jnp.log(denom)
-    return Forward(o * inv_l, lse, o_prime * inv_l, qf, kf[:, :s_real], vf[:, :s_real])
+    if not flags.quantized_qkv_backward:
+        qf, kf_grouped, vf_grouped = (x.astype(jnp.float32) for x in (q, k, v))
+    return Forward(o * inv_l, lse, o_prime * inv_l, qf, kf_grouped, vf_grouped)
 
 
 class Backward(NamedTuple):
@@ -175,9 +205,9 @@ class Backward(NamedTuple):
 def backward(fwd: Forward, do, *, mode: str, causal: bool, block_sizes: BlockSizes) -> Backward:
     """Dense backward (Algorithm 3) with the mode's choice of D and of P in dV (float32)."""
     flags = mode_flags(mode)
-    g, s_real = block_sizes.quant_group, fwd.kf.shape[1]
-    kf = _pad_keys(fwd.kf, 1, g)
-    vf = _pad_keys(fwd.vf, 1, g)
+    g, s_real, n = block_sizes.quant_group, fwd.kf.shape[1], fwd.qf.shape[2]
+    kf = _pad_keys(repeat_kv(fwd.kf, n), 1, g)
+    vf = _pad_keys(repeat_kv(fwd.vf, n), 1, g)
     s, mask = _logits_and_mask(fwd.qf, kf, causal, s_real)
     p = jnp.where(mask, jnp.exp(s - fwd.lse[..., None]), 0.0)
     do = do.astype(jnp.float32)
@@ -190,7 +220,9 @@ def backward(fwd: Forward, do, *, mode: str, causal: bool, block_sizes: BlockSiz
     ds = p * (dp - d[..., None]) / math.sqrt(fwd.qf.shape[-1])
     dq = jnp.einsum("BNTS,BSNH->BTNH", ds, kf, precision=hi)
     dk = jnp.einsum("BNTS,BTNH->BSNH", ds, fwd.qf, precision=hi)
-    return Backward(dq, dk[:, :s_real], dv[:, :s_real], p[..., :s_real], dp[..., :s_real], d)
+    kv_heads = fwd.kf.shape[2]
+    dk, dv = (sum_groups(x[:, :s_real], kv_heads) for x in (dk, dv))
+    return Backward(dq, dk, dv, p[..., :s_real], dp[..., :s_real], d)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))

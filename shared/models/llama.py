@@ -2,8 +2,8 @@
 
 Layout follows HF `LlamaForCausalLM` (pre-norm blocks, no biases, `rotate_half` RoPE on pairs
 (i, i + head_dim/2), tied or untied output head, init normal(0, 0.02)), so real checkpoints load
-with a plain name map. Attention goes through the same pluggable function as the encoder blocks;
-key/value heads are repeated to the query heads before it is called.
+with a plain name map. Attention goes through the same pluggable function as the encoder blocks,
+with key/value heads repeated to the query heads; FP4 attention takes them unrepeated.
 
 Incremental decoding passes a `KVCache` (explicit arrays, so the whole step is a pure function):
 `logits, cache = model(tokens, cache=cache)` writes the new keys/values at `cache.length`.
@@ -74,7 +74,7 @@ def _fp4_modes() -> tuple[str, ...]:
 
 @functools.cache
 def causal_attention(name: str, impl: str) -> Callable | None:
-    """(q [B,T,N,H], k, v [B,T,N,H]) -> [B,T,N,H] causal attention named by `name`; None for
+    """(q [B,T,N,H], k, v [B,T,K,H]) -> [B,T,N,H] causal attention named by `name`; None for
     "dot_product" (the masked pluggable function is used). Cached: one function per name, so
     models of the same config share a graph definition and a compiled step."""
     if name == "dot_product":
@@ -188,11 +188,11 @@ class Attention(nnx.Module):
             k = jax.lax.dynamic_update_slice(kv[0], k.astype(kv[0].dtype), (0, start, 0, 0))
             v = jax.lax.dynamic_update_slice(kv[1], v.astype(kv[1].dtype), (0, start, 0, 0))
             kv = (k, v)
-        groups = cfg.num_heads // cfg.num_kv_heads  # query head j reads kv head j // groups
-        k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)
         if kv is None and self.causal_fn is not None:
-            out = self.causal_fn(q, k, v)  # without a cache the mask is exactly causal
+            out = self.causal_fn(q, k, v)  # FP4 attention takes the K/V heads as they are
         else:
+            groups = cfg.num_heads // cfg.num_kv_heads  # query head j reads kv head j // groups
+            k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)
             out = self.attention_fn(q, k, v, mask)
         return self.o_proj(out.reshape(b, t, cfg.num_heads * h)), kv
 
