@@ -291,3 +291,14 @@ def test_compiled_kernel_on_accelerator(backend):
             close(o, ro)
             if mo is not None:
                 close(mo, rmo)
+
+
+def test_mean_square_of_wide_matrices_is_blocked_but_equal():
+    # [64, 6144] takes the column-block path (more than 4096 columns); [3, 4, 5000] too, with
+    # two leading axes; a non-leading axis takes the plain mean.
+    from kernels_pallas.column_norm.reference import mean_square
+
+    for shape, axes in (((64, 6144), (0,)), ((3, 4, 5000), (0, 1)), ((64, 6144), (1,))):
+        x = jax.random.normal(jax.random.key(0), shape)
+        want = jnp.mean(jnp.square(x), axis=axes, keepdims=True)
+        np.testing.assert_allclose(mean_square(x, axes), want, rtol=1e-6, atol=0)

@@ -15,6 +15,8 @@ column gives a zero update: X is zero there, so X / eps is zero.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -51,6 +53,38 @@ def momentum_and_x(
     return m_new.astype(jnp.float32), m_new
 
 
+# Column chunk of the reduction of a wide matrix (see mean_square).
+_WIDE = 4096
+_CHUNK = 2048
+
+
+def mean_square(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+    """mean(x**2 over axes, keepdims=True) of float32 x.
+
+    A wide matrix (more than 4096 columns once the reduced axes lead, e.g. the [768, 32000]
+    lm_head) is reduced one block of at most 2048 columns at a time: XLA:CPU reduces the leading
+    axis of such a matrix about 10x slower than that of its column blocks (and 30x from bf16).
+    Every column still sums the same terms in the same order; only the blocking changes.
+    """
+    lead = len(axes)
+    if axes != tuple(range(lead)):
+        return jnp.mean(jnp.square(x), axis=axes, keepdims=True)
+    f = math.prod(x.shape[:lead])
+    x2 = x.reshape(f, -1)
+    n = x2.shape[1]
+    chunk = next((c for c in range(_CHUNK, _CHUNK // 4, -1) if n % c == 0), None)
+    if n <= _WIDE or chunk is None:
+        ss = jnp.sum(jnp.square(x2), axis=0)
+    else:
+
+        def block(i):
+            cols = jax.lax.dynamic_slice_in_dim(x2, i * chunk, chunk, axis=1)
+            return jnp.sum(jnp.square(cols), axis=0)
+
+        ss = jax.lax.map(block, jnp.arange(n // chunk)).reshape(n)
+    return (ss * (1.0 / f)).reshape((1,) * lead + x.shape[lead:])
+
+
 def column_norm_update_reference(
     g: jax.Array,
     m: jax.Array | None = None,
@@ -64,7 +98,7 @@ def column_norm_update_reference(
     """Returns (W - lr*U if w is given else -lr*U, new momentum or None); see the module doc."""
     axes = normalize_axes(reduce_axes, g.ndim)
     x, m_new = momentum_and_x(g, m, beta)
-    rms = jnp.sqrt(jnp.mean(jnp.square(x), axis=axes, keepdims=True))
+    rms = jnp.sqrt(mean_square(x, axes))
     u = x / jnp.maximum(rms, eps)
     step = jnp.asarray(lr, jnp.float32) * u
     if w is None:
