@@ -8,6 +8,11 @@ from flax import nnx
 from jax.sharding import PartitionSpec as P
 
 from shared import distributed
+from shared.models.attention import (
+    causal_grouped_attention,
+    dot_product_attention,
+    grouped_attention,
+)
 from shared.models.llama import (
     SIZES,
     KVCache,
@@ -219,3 +224,29 @@ def test_attention_field_selects_the_fp4_kernel_and_defaults_to_dot_product():
     np.testing.assert_allclose(off, ref, atol=1e-5, rtol=0)
     fp4 = _forward(_model(dataclasses.replace(NANO, attention="fp4_ptq")), tokens)
     assert np.abs(np.asarray(fp4) - np.asarray(ref)).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "heads, kv_heads, t, block", [(4, 2, 40, 16), (9, 3, 64, 64), (4, 4, 7, 4)]
+)
+def test_grouped_attention_equals_repeated_heads_without_repeating(heads, kv_heads, t, block):
+    """The decoder's default attention: grouped K/V heads (no jnp.repeat), and for the causal
+    forward query blocks that skip the keys above the diagonal (t not a multiple of block too)."""
+    kq, kk, kv, km = jax.random.split(jax.random.key(0), 4)
+    q = jax.random.normal(kq, (2, t, heads, 16))
+    k = jax.random.normal(kk, (2, t, kv_heads, 16))
+    v = jax.random.normal(kv, (2, t, kv_heads, 16))
+    rep = heads // kv_heads
+    kr, vr = jnp.repeat(k, rep, 2), jnp.repeat(v, rep, 2)
+    causal = jnp.tril(jnp.ones((t, t), bool))[None, None]
+    ref = dot_product_attention(q, kr, vr, causal)
+    np.testing.assert_allclose(causal_grouped_attention(q, k, v, block), ref, atol=1e-6)
+    np.testing.assert_allclose(grouped_attention(q, k, v, causal), ref, atol=1e-6)
+    for mask in (  # per batch and key, per head, and none
+        jax.random.bernoulli(km, 0.7, (2, 1, 1, t)).at[..., 0].set(True),
+        jax.random.bernoulli(km, 0.7, (1, heads, t, t)).at[..., 0].set(True),
+        None,
+    ):
+        np.testing.assert_allclose(
+            grouped_attention(q, k, v, mask), dot_product_attention(q, kr, vr, mask), atol=1e-6
+        )

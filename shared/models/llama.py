@@ -24,7 +24,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from shared.models.attention import AttentionFn, dot_product_attention
+from shared.models.attention import (
+    AttentionFn,
+    causal_grouped_attention,
+    dot_product_attention,
+    grouped_attention,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +195,11 @@ class Attention(nnx.Module):
             kv = (k, v)
         if kv is None and self.causal_fn is not None:
             out = self.causal_fn(q, k, v)  # FP4 attention takes the K/V heads as they are
+        elif self.attention_fn is dot_product_attention:  # the same function, K/V unrepeated
+            if kv is None:
+                out = causal_grouped_attention(q, k, v)  # skips the blocks above the diagonal
+            else:
+                out = grouped_attention(q, k, v, mask)
         else:
             groups = cfg.num_heads // cfg.num_kv_heads  # query head j reads kv head j // groups
             k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)

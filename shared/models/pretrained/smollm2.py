@@ -91,7 +91,12 @@ def load_smollm2(path: str | None = None) -> Llama:
     """SmolLM2-135M-Instruct in float32 (about 8 s: dequantizing 134.5M parameters)."""
     reader = open_gguf(path)
     cfg = config_from_gguf(reader)
-    weights = hf_state_from_gguf(reader, cfg)
+    return llama_from_state(cfg, hf_state_from_gguf(reader, cfg))
+
+
+def llama_from_state(cfg: LlamaConfig, weights: dict[tuple, np.ndarray]) -> Llama:
+    """The Flax `Llama` holding (copies of) `weights`, the output of `hf_state_from_gguf`."""
+    weights = dict(weights)  # popped below; the caller's dict and arrays stay as they are
     model = nnx.eval_shape(lambda: Llama(cfg, rngs=nnx.Rngs(0)))
     state = nnx.state(model, nnx.Param)
     flat = dict(nnx.to_flat_state(state))
