@@ -63,7 +63,8 @@ def mean_square(x: jax.Array, axes: tuple[int, ...]) -> jax.Array:
 
     A wide matrix (more than 4096 columns once the reduced axes lead, e.g. the [768, 32000]
     lm_head) is reduced one block of at most 2048 columns at a time: XLA:CPU reduces the leading
-    axis of such a matrix about 10x slower than that of its column blocks (and 30x from bf16).
+    axis of such a matrix about 10x slower than that of its column blocks (measured on the
+    [768, 32000] lm_head: 110 ms whole vs 11 ms in blocks from float32, 375 vs 58 ms from bf16).
     Every column still sums the same terms in the same order; only the blocking changes.
     """
     lead = len(axes)

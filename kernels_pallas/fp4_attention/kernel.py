@@ -109,9 +109,8 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, *,
     v = v_ref[...]
     num_q = q_ref.shape[1] // bq
 
-    def body(step, carry):
+    def body(g, i, carry):
         dk, dv = carry
-        g, i = jax.lax.div(step, num_q), jax.lax.rem(step, num_q)
         start = pl.multiple_of(i * bq, bq)
         q = q_ref[g, pl.ds(start, bq), :]
         do = do_ref[g, pl.ds(start, bq), :]
@@ -131,7 +130,7 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, *,
     zeros = jnp.zeros(k.shape, jnp.float32)
 
     def head(g, carry):
-        return jax.lax.fori_loop(g * num_q + lower, (g + 1) * num_q, body, carry)
+        return jax.lax.fori_loop(lower, num_q, functools.partial(body, g), carry)
 
     dk, dv = jax.lax.fori_loop(0, q_ref.shape[0], head, (zeros, zeros))
     dk_ref[...] = dk

@@ -3,7 +3,8 @@
 Layout follows HF `LlamaForCausalLM` (pre-norm blocks, no biases, `rotate_half` RoPE on pairs
 (i, i + head_dim/2), tied or untied output head, init normal(0, 0.02)), so real checkpoints load
 with a plain name map. Attention goes through the same pluggable function as the encoder blocks,
-with key/value heads repeated to the query heads; FP4 attention takes them unrepeated.
+with key/value heads repeated to the query heads; the default dot-product attention (through
+`grouped_attention`) and FP4 attention take them unrepeated.
 
 Incremental decoding passes a `KVCache` (explicit arrays, so the whole step is a pure function):
 `logits, cache = model(tokens, cache=cache)` writes the new keys/values at `cache.length`.
