@@ -6,9 +6,11 @@ n_trgt in [round(D*min_trgt), round(D*max_trgt)], redrawing until num_encs*n_ctx
 Per sample: a random context set, then `num_preds` target sets drawn from the remaining indices
 (context and targets disjoint; target sets may overlap each other).
 
-Sizes change from batch to batch. So that jit compiles once, index arrays are padded to the largest
-possible size and carry a validity mask; sizes are drawn on the host (numpy, seeded by the step)
-and the indices inside the jitted step (JAX, `fold_in(key, step)`).
+Sizes change from batch to batch. So that jit compiles a few times only, index arrays are padded
+to a bucket edge (`padded_sizes`: a few edges per axis, or the largest size) and carry a validity
+mask; sizes are drawn on the host (numpy, seeded by the step) and the indices inside the jitted
+step (JAX, `fold_in(key, step)`). Padding never changes the loss: padded keys get zero attention
+weight and padded targets zero loss weight.
 """
 
 from __future__ import annotations
@@ -66,12 +68,43 @@ def max_sizes(d: int, cfg: MaskConfig) -> tuple[int, int]:
 
 
 def sample_sizes(rng: np.random.Generator, d: int, cfg: MaskConfig) -> tuple[int, int]:
-    """(n_ctx, n_trgt) for one batch, redrawn until num_encs * n_ctx + n_trgt <= d."""
+    """(n_ctx, n_trgt) for one batch, drawn as the official MaskCollator does: each size is
+    `low + round((high - low) * u)` with u ~ U[0, 1) in float32 (so both ends have half the
+    weight of the inner sizes), both redrawn until num_encs * n_ctx + n_trgt <= d."""
     (c_lo, c_hi), (t_lo, t_hi) = size_ranges(d, cfg)
+
+    def draw(lo: int, hi: int) -> int:
+        return lo + int(np.round(np.float32(hi - lo) * rng.random(dtype=np.float32)))
+
     while True:
-        n_ctx, n_trgt = int(rng.integers(c_lo, c_hi + 1)), int(rng.integers(t_lo, t_hi + 1))
+        n_ctx = draw(c_lo, c_hi)
+        n_trgt = draw(t_lo, t_hi)
         if cfg.num_encs * n_ctx + n_trgt <= d:
             return n_ctx, n_trgt
+
+
+def bucket_edges(low: int, high: int, buckets: int) -> tuple[int, ...]:
+    """Padded sizes for sizes in [low, high]: `buckets` edges of equal width ending at `high`;
+    every size when buckets is 0 or at least the number of sizes."""
+    count = high - low + 1
+    if buckets <= 0 or buckets >= count:
+        return tuple(range(low, high + 1))
+    return tuple(
+        sorted({low - 1 + int(np.ceil(count * i / buckets)) for i in range(1, buckets + 1)})
+    )
+
+
+def padded_sizes(sizes: tuple[int, int], d: int, cfg: MaskConfig, buckets: int) -> tuple[int, int]:
+    """The (context, target) shapes one step is compiled for: each size rounded up to its
+    bucket edge (`bucket_edges`), capped at `max_sizes`; buckets=1 pads to `max_sizes`."""
+    (c_lo, _), (t_lo, _) = size_ranges(d, cfg)
+    max_ctx, max_trgt = max_sizes(d, cfg)
+    out = []
+    for n, lo, hi in ((sizes[0], c_lo, max_ctx), (sizes[1], t_lo, max_trgt)):
+        if not lo <= n <= hi:
+            raise ValueError(f"mask size {n} lies outside [{lo}, {hi}]")
+        out.append(next(e for e in bucket_edges(lo, hi, buckets) if e >= n))
+    return out[0], out[1]
 
 
 def sample_indices(

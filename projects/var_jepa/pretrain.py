@@ -9,6 +9,7 @@ parameters as `state["target"]`), merged and updated inside a pure `jax.jit` ste
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 from typing import Any
 
@@ -39,6 +40,10 @@ class PretrainConfig:
     ema_start: float = 0.996  # EMA momentum, linear from ema_start to ema_end over the run
     ema_end: float = 1.0
     encoder_grad_clamp: float = 1.0  # element-wise clamp of context-encoder gradients (official)
+    # T-JEPA: mask sizes change per batch; each size axis is padded up to one of this many bucket
+    # edges (masks.padded_sizes) and jit compiles one step per (context, target) bucket pair;
+    # 1 pads to the largest sizes (one compilation), 0 uses the exact sizes (no padding).
+    size_buckets: int = 3
     checkpoint_every: int = 500  # 0: only at the end and on SIGTERM
     log_every: int = 50
     # Shard each batch over all devices (of all hosts) and replicate the state; each process
@@ -91,23 +96,32 @@ def tjepa_loss(
     sizes: jax.Array,
     mask_cfg: masks.MaskConfig,
     n_cls: int,
+    pads: tuple[int, int] | None = None,
 ):
-    """MSE between predicted and target-encoder tokens at the target positions."""
+    """MSE between predicted and target-encoder tokens at the target positions.
+
+    sizes: [2] int (n_ctx, n_trgt) of this batch; pads: the static padded (context, target)
+    sizes, at least `sizes` (None: the largest sizes, masks.max_sizes)."""
     d_mask = model.encoder.num_tokens - n_cls  # maskable indices 0..D-1
     b = batch["x_num"].shape[0]
-    max_ctx, max_trgt = masks.max_sizes(d_mask, mask_cfg)
+    max_ctx, max_trgt = masks.max_sizes(d_mask, mask_cfg) if pads is None else pads
     k_mask, k_enc, k_pred, k_tgt = jax.random.split(key, 4)
-    ctx, ctx_valid, trgt, trgt_valid = masks.sample_indices(
-        k_mask, b, d_mask, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds
-    )
-    ctx_pos, ctx_valid_b, trgt_pos = token_positions(
-        ctx, ctx_valid, trgt, n_cls, mask_cfg.mask_includes_reg
-    )
+    # named scopes group the profile of `benchmark.py --profile` by part of the step
+    with jax.named_scope("masks"):
+        ctx, ctx_valid, trgt, trgt_valid = masks.sample_indices(
+            k_mask, b, d_mask, sizes[0], sizes[1], max_ctx, max_trgt, mask_cfg.num_preds
+        )
+        ctx_pos, ctx_valid_b, trgt_pos = token_positions(
+            ctx, ctx_valid, trgt, n_cls, mask_cfg.mask_includes_reg
+        )
     # Targets: the EMA encoder on the full row, no gradient (dropout stays on, as officially).
-    full = jax.lax.stop_gradient(target_encoder(batch["x_num"], batch["x_cat"], key=k_tgt))
-    targets = row_gather(full, trgt_pos)  # [P, B, Nt, H]
-    z_ctx = model.encoder(batch["x_num"], batch["x_cat"], ctx_pos, ctx_valid_b, k_enc)
-    pred = model.predictor(z_ctx, ctx_pos, ctx_valid_b, trgt_pos, trgt_valid, k_pred)
+    with jax.named_scope("target_encoder"):
+        full = jax.lax.stop_gradient(target_encoder(batch["x_num"], batch["x_cat"], key=k_tgt))
+        targets = row_gather(full, trgt_pos)  # [P, B, Nt, H]
+    with jax.named_scope("context_encoder"):
+        z_ctx = model.encoder(batch["x_num"], batch["x_cat"], ctx_pos, ctx_valid_b, k_enc)
+    with jax.named_scope("predictor"):
+        pred = model.predictor(z_ctx, ctx_pos, ctx_valid_b, trgt_pos, trgt_valid, k_pred)
     w = trgt_valid[None, None, :, None].astype(pred.dtype)
     loss = jnp.sum(jnp.square(pred - targets) * w) / (
         jnp.sum(w) * b * mask_cfg.num_preds * pred.shape[-1]
@@ -137,27 +151,31 @@ def tjepa_setup(
     n_cls = model_cfg.n_cls_tokens
     d_mask = model.encoder.num_tokens - n_cls
 
-    @jax.jit
-    def step(state, batch, step_i, sizes):
+    @functools.partial(jax.jit, static_argnames="pads")
+    def step(state, batch, step_i, sizes, pads):
         key = rng.step_key(keys["step"], step_i)
         model, optimizer = nnx.merge(graphdef, state["train"])
         target_encoder = nnx.merge(enc_graphdef, state["target"])
 
         def loss_fn(m):
-            return tjepa_loss(m, target_encoder, batch, key, sizes, mask_cfg, n_cls)
+            return tjepa_loss(m, target_encoder, batch, key, sizes, mask_cfg, n_cls, pads)
 
         grads, metrics = nnx.grad(loss_fn, has_aux=True)(model)
         c = cfg.encoder_grad_clamp
-        grads["encoder"] = jax.tree.map(lambda g: jnp.clip(g, -c, c), grads["encoder"])
-        optimizer.update(model, grads)
-        m = ema_momentum(step_i, cfg.steps, cfg.ema_start, cfg.ema_end)
-        target = ema_update(state["target"], nnx.state(model.encoder), m)
+        with jax.named_scope("optimizer"):
+            grads["encoder"] = jax.tree.map(lambda g: jnp.clip(g, -c, c), grads["encoder"])
+            optimizer.update(model, grads)
+        with jax.named_scope("ema"):
+            m = ema_momentum(step_i, cfg.steps, cfg.ema_start, cfg.ema_end)
+            target = ema_update(state["target"], nnx.state(model.encoder), m)
         return {"train": nnx.state((model, optimizer)), "target": target}, metrics
 
     def step_fn(state, batch, step_i):
         sizes = masks.sample_sizes(rng.numpy_rng(seed, "mask_sizes", step_i), d_mask, mask_cfg)
-        return step(state, batch, jnp.int32(step_i), jnp.asarray(sizes, jnp.int32))
+        pads = masks.padded_sizes(sizes, d_mask, mask_cfg, cfg.size_buckets)
+        return step(state, batch, jnp.int32(step_i), jnp.asarray(sizes, jnp.int32), pads=pads)
 
+    step_fn.jitted = step  # (state, batch, step, sizes, pads=...), for benchmarks and tests
     return state, step_fn, enc_graphdef
 
 

@@ -1,14 +1,16 @@
 """T-JEPA's encoder and predictor in Flax NNX.
 
 From the official code (jose-melo/t-jepa, src/encoder.py, src/predictors.py):
-- `TabularTransformer` = post-LN transformer layers (ReLU FFN, dropout), then
+- `TabularTransformer` = post-LN transformer layers (ReLU FFN, dropout also on the attention
+  probabilities, LayerNorm eps 1e-5; tjepa_blocks.py), then
   Dropout -> LayerNorm -> Linear(H, H) -> Dropout -> LayerNorm.
 - `Encoder`: FT-Transformer tokenizer with [REG] tokens prepended, sinusoidal positions with
   base 100 added to the whole token sequence, then the tokens at the given positions are
   gathered and encoded.
 - `Predictor` (I-JEPA style): Linear(H -> pred_dim) on context tokens + fixed 1-D sin-cos
-  position table; a learned mask token + position at every target slot; the context repeated
-  once per target set; transformer -> LayerNorm -> target slots -> Linear(pred_dim -> out).
+  position table (I-JEPA's layout: sin half, then cos half); a learned mask token + position at
+  every target slot; the context repeated once per target set; transformer -> LayerNorm ->
+  target slots -> Linear(pred_dim -> out).
 Our initializers are Flax's defaults in the encoder and N(0, 0.02) (truncated) in the predictor.
 """
 
@@ -19,11 +21,12 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
+from projects.var_jepa.tjepa_blocks import LN_EPS, PostLNEncoder, dropout
 from shared.models.feature_tokenizer import FeatureTokenizer
-from shared.models.layers import dropout, sinusoidal_positions, split_key
-from shared.models.transformer import TransformerEncoder
+from shared.models.layers import sinusoidal_positions, split_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +36,7 @@ class ModelConfig:
     num_heads: int = 2
     ff_dim: int = 64  # encoder feed-forward width (jannis: 64)
     dropout: float = 0.002  # kept active in every layer during pretraining, as the official code
+    pred_dropout: float | None = None  # the predictor's (official PRED_P_DROPOUT); None: = dropout
     pred_dim: int = 16  # predictor width
     pred_layers: int = 2  # (jannis: 16)
     pred_heads: int = 4
@@ -44,19 +48,10 @@ class TabularTransformer(nnx.Module):
     def __init__(
         self, dim: int, num_layers: int, num_heads: int, ff_dim: int, rate: float, *, rngs: nnx.Rngs
     ):
-        self.layers = TransformerEncoder(
-            num_layers,
-            dim,
-            num_heads,
-            ff_dim,
-            rngs=rngs,
-            dropout_rate=rate,
-            norm_first=False,
-            activation=nnx.relu,
-        )
-        self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
+        self.layers = PostLNEncoder(num_layers, dim, num_heads, ff_dim, rate, rngs=rngs)
+        self.norm1 = nnx.LayerNorm(dim, epsilon=LN_EPS, rngs=rngs)
         self.fc = nnx.Linear(dim, dim, rngs=rngs)
-        self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
+        self.norm2 = nnx.LayerNorm(dim, epsilon=LN_EPS, rngs=rngs)
         self.rate = rate
 
     def __call__(
@@ -67,6 +62,13 @@ class TabularTransformer(nnx.Module):
         x = self.layers(x, valid=valid, key=k0)
         x = self.norm1(dropout(x, self.rate, k1))
         return self.norm2(dropout(self.fc(x), self.rate, k2))
+
+
+def ijepa_positions(length: int, dim: int) -> np.ndarray:
+    """[length, dim] fixed table of the official predictor (I-JEPA's get_1d_sincos_pos_embed):
+    sin in the first dim/2 channels, cos in the last, frequencies 10000^(-2i/dim)."""
+    table = sinusoidal_positions(length, dim)  # sin on even, cos on odd channels
+    return np.concatenate([table[:, 0::2], table[:, 1::2]], axis=1)
 
 
 def gather_tokens(x: jax.Array, positions: jax.Array) -> jax.Array:
@@ -116,10 +118,11 @@ class Predictor(nnx.Module):
         init = nnx.initializers.truncated_normal(0.02)
         self.embed = nnx.Linear(in_dim, cfg.pred_dim, kernel_init=init, rngs=rngs)
         self.mask_token = nnx.Param(init(rngs.params(), (cfg.pred_dim,)))
+        rate = cfg.dropout if cfg.pred_dropout is None else cfg.pred_dropout
         self.body = TabularTransformer(
-            cfg.pred_dim, cfg.pred_layers, cfg.pred_heads, cfg.pred_ff_dim, cfg.dropout, rngs=rngs
+            cfg.pred_dim, cfg.pred_layers, cfg.pred_heads, cfg.pred_ff_dim, rate, rngs=rngs
         )
-        self.norm = nnx.LayerNorm(cfg.pred_dim, rngs=rngs)
+        self.norm = nnx.LayerNorm(cfg.pred_dim, epsilon=LN_EPS, rngs=rngs)
         self.proj = nnx.Linear(cfg.pred_dim, out_dim, kernel_init=init, rngs=rngs)
         self.num_positions = num_positions
         self.pred_dim = cfg.pred_dim
@@ -136,7 +139,7 @@ class Predictor(nnx.Module):
         """ctx: [B, Nc, H] context tokens at positions ctx_pos [B, Nc] (validity [B, Nc]);
         trgt_pos: [P, B, Nt] target positions (validity [Nt]) -> predictions [P, B, Nt, out]."""
         p, b, nt = trgt_pos.shape
-        table = jnp.asarray(sinusoidal_positions(self.num_positions, self.pred_dim))
+        table = jnp.asarray(ijepa_positions(self.num_positions, self.pred_dim))
         x = self.embed(ctx) + table[ctx_pos]
         x = jnp.broadcast_to(x[None], (p, *x.shape)).reshape(p * b, *x.shape[1:])
         m = self.mask_token[...] + table[trgt_pos.reshape(p * b, nt)]
