@@ -24,6 +24,7 @@ same machine means anything (machines differ by up to 2x).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -37,26 +38,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from projects.var_jepa import masks, pretrain
+from projects.var_jepa import experiment, masks, pretrain
 from projects.var_jepa.tjepa_model import ModelConfig
 from shared.cpu_share import CpuShare
 from shared.data.tabular import TabularData
 
-ENC_DROPOUT = 0.0018542257314766695  # MODEL_DROPOUT_PROB, scripts/launch_tjepa.sh
-PRED_DROPOUT = 0.0019307456645321797  # PRED_P_DROPOUT
-_OFFICIAL = dict(
-    hidden_dim=64,
-    num_heads=2,
-    ff_dim=64,
-    dropout=ENC_DROPOUT,
-    pred_dropout=PRED_DROPOUT,
-    pred_dim=16,
-    pred_heads=4,
-    pred_ff_dim=256,
-)
+_PAPER = experiment.CONFIGS["paper"].model  # the official jannis script's model and dropout
 CONFIGS: dict[str, tuple[int, ModelConfig, int]] = {  # name: (features, model, batch)
-    "small": (14, ModelConfig(num_layers=4, pred_layers=4, **_OFFICIAL), 256),
-    "jannis": (54, ModelConfig(num_layers=16, pred_layers=16, **_OFFICIAL), 512),
+    "small": (14, dataclasses.replace(_PAPER, num_layers=4, pred_layers=4), 256),
+    "jannis": (54, _PAPER, 512),
 }
 
 
@@ -143,20 +133,17 @@ def profile(name: str, sizes: tuple[int, int], buckets: int, steps: int, trace_d
     state, step_fn, _ = pretrain.tjepa_setup(data, model_cfg, mask_cfg, cfg, 0)
     b = {"x_num": jnp.asarray(data.x_num[:batch]), "x_cat": jnp.asarray(data.x_cat[:batch])}
     pads = masks.padded_sizes(sizes, n_features, mask_cfg, buckets)
-    args = (b, jnp.asarray(sizes, jnp.int32))
-    hlo = step_fn.jitted.lower(state, args[0], jnp.int32(0), args[1], pads=pads).compile()
-    op_names = dict(re.findall(r'%([\w.-]+) = [^\n]*?metadata=\{op_name="([^"]*)"', hlo.as_text()))
-    whiles = set(re.findall(r"%([\w.-]+) = [^\n]* while\(", hlo.as_text()))
-    state, _ = jax.block_until_ready(
-        step_fn.jitted(state, *args[:1], jnp.int32(0), args[1], pads=pads)
-    )
+    size_arr = jnp.asarray(sizes, jnp.int32)
+    compiled = step_fn.jitted.lower(state, b, jnp.int32(0), size_arr, pads=pads).compile()
+    hlo = compiled.as_text()
+    op_names = dict(re.findall(r'%([\w.-]+) = [^\n]*?metadata=\{op_name="([^"]*)"', hlo))
+    whiles = set(re.findall(r"%([\w.-]+) = [^\n]* while\(", hlo))
+    state, _ = jax.block_until_ready(compiled(state, b, jnp.int32(0), size_arr))
     times = []
     with jax.profiler.trace(trace_dir):
         for i in range(steps):
             t = time.perf_counter()
-            state, _ = jax.block_until_ready(
-                step_fn.jitted(state, args[0], jnp.int32(i + 1), args[1], pads=pads)
-            )
+            state, _ = jax.block_until_ready(compiled(state, b, jnp.int32(i + 1), size_arr))
             times.append(time.perf_counter() - t)
     path = sorted(glob.glob(f"{trace_dir}/**/*.trace.json.gz", recursive=True))[-1]
     with gzip.open(path) as f:

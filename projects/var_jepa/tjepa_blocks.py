@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from shared.models.layers import split_key
+from shared.models.transformer import TransformerEncoder
 
 LN_EPS = 1e-5  # torch.nn.LayerNorm's default, used by every T-JEPA norm
 FFN_BLOCK = 512  # tokens per block of the FFN backward (512 and 1024 measured best)
@@ -167,8 +168,9 @@ class PostLNBlock(nnx.Module):
         return self.norm2(x + dropout(f, self.rate, k_ff))
 
 
-class PostLNEncoder(nnx.Module):
-    """A stack of `PostLNBlock`s (torch.nn.TransformerEncoder without a final norm)."""
+class PostLNEncoder(TransformerEncoder):
+    """A stack of `PostLNBlock`s (torch.nn.TransformerEncoder without a final norm); the
+    shared encoder's forward runs the blocks."""
 
     def __init__(
         self, num_layers: int, dim: int, num_heads: int, ff_dim: int, rate: float, *, rngs
@@ -176,10 +178,3 @@ class PostLNEncoder(nnx.Module):
         self.blocks = nnx.List(
             [PostLNBlock(dim, num_heads, ff_dim, rate, rngs=rngs) for _ in range(num_layers)]
         )
-
-    def __call__(
-        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
-    ) -> jax.Array:
-        for block, k in zip(self.blocks, split_key(key, len(self.blocks))):
-            x = block(x, valid=valid, key=k)
-        return x
