@@ -1,8 +1,15 @@
 """Frozen dataclass configs and `--set a.b.c=value` overrides.
 
-Values are parsed as Python literals (`3`, `1e-3`, `'adult'`, `(1, 2)`, `True`), with `inf`/`nan`
-accepted for float fields. An unknown key, a value of the wrong type or a value outside a field's
-declared choices fails with a message naming the key and what is allowed.
+Values are parsed as Python literals (`3`, `1e-3`, `'adult'`, `(1, 2)`, `True`). An unknown key,
+a value of the wrong type, a value outside a field's declared choices or range, or a non-finite
+float (`nan`, `inf`: never a valid setting) fails with a message naming the full key and what is
+allowed. Ranges are declared with the field's type, where the field is declared:
+
+    steps: PositiveInt = 300        # >= 1
+    eval_every: NonNegativeInt = 0  # >= 0 (0: off)
+    lr: PositiveFloat = 3e-3        # > 0
+    dropout: Fraction = 0.1         # in [0, 1]
+    beta: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.9
 """
 
 from __future__ import annotations
@@ -13,17 +20,65 @@ import json
 import math
 import types
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-__all__ = ["ConfigError", "apply_overrides", "override", "to_dict", "from_dict", "dumps"]
+__all__ = [
+    "ConfigError",
+    "Fraction",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "PositiveFloat",
+    "PositiveInt",
+    "Range",
+    "apply_overrides",
+    "dumps",
+    "from_dict",
+    "override",
+    "to_dict",
+]
 
 
 class ConfigError(ValueError):
     """A configuration key or value is invalid; the message says which and how to fix it."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The allowed interval of a numeric field (bounds inclusive unless `*_open`)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+        return " and ".join(parts)
+
+    def check(self, key: str, value: float) -> None:
+        low_bad = self.low is not None and (
+            value <= self.low if self.low_open else value < self.low
+        )
+        high_bad = self.high is not None and (
+            value >= self.high if self.high_open else value > self.high
+        )
+        if low_bad or high_bad:
+            raise ConfigError(f"{key}={value!r} is out of range: it must be {self.describe()}")
+
+
+PositiveInt = Annotated[int, Range(1)]  # sizes, steps, counts
+NonNegativeInt = Annotated[int, Range(0)]  # intervals and counts where 0 means "none" or "off"
+PositiveFloat = Annotated[float, Range(0.0, low_open=True)]  # learning rates, scales
+NonNegativeFloat = Annotated[float, Range(0.0)]  # decays, penalties where 0 means "off"
+Fraction = Annotated[float, Range(0.0, 1.0)]  # probabilities, shares, dropout rates
+
+
 def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 def _parse_literal(text: str) -> Any:
@@ -40,6 +95,13 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Checks `value` against the annotation `tp`, converting where lossless (int -> float)."""
     origin = typing.get_origin(tp)
     if tp is Any:
+        return value
+    if origin is Annotated:
+        base, *constraints = typing.get_args(tp)
+        value = _coerce(key, value, base)
+        for constraint in constraints:
+            if isinstance(constraint, Range):
+                constraint.check(key, value)
         return value
     if origin is Literal:
         choices = typing.get_args(tp)
@@ -70,6 +132,8 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}={value!r} must be a number (float)")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}={value!r} must be a finite number")
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -93,7 +157,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
 
 
 def override(cfg: Any, key: str, value: Any, *, _prefix: str = "") -> Any:
-    """Returns a copy of the frozen dataclass `cfg` with the dotted `key` set to `value`."""
+    """Returns a copy of the frozen dataclass `cfg` with the dotted `key` set to `value`.
+
+    Errors name the whole dotted key, also when a group's `__post_init__` rejects the value."""
     head, _, rest = key.partition(".")
     names = [f.name for f in dataclasses.fields(cfg)]
     full = _prefix + head
@@ -112,7 +178,7 @@ def override(cfg: Any, key: str, value: Any, *, _prefix: str = "") -> Any:
     except ConfigError:
         raise
     except ValueError as e:
-        raise ConfigError(f"{full}={value!r} is invalid: {e}") from e
+        raise ConfigError(f"{_prefix}{key}={value!r} is invalid: {e}") from e
 
 
 def apply_overrides(cfg: Any, assignments: list[str] | tuple[str, ...]) -> Any:

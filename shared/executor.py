@@ -27,6 +27,7 @@ from typing import Any
 
 from shared import provenance, results
 from shared.config import apply_overrides, dumps
+from shared.train.checkpoint import latest_checkpoint_step
 
 ROOT = provenance.REPO_ROOT
 TABLE_RUNS = ROOT / "runs" / "tables"
@@ -71,30 +72,93 @@ def enable_compile_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-def execute(project: str, cfg: Any, workdir: pathlib.Path) -> dict[str, float]:
+class WorkdirConflict(ValueError):
+    """The run directory holds another project's or another config's run."""
+
+
+def check_workdir(project: str, cfg: Any, workdir: pathlib.Path) -> None:
+    """Refuses to continue a run directory made by another project or config (a resume with
+    another learning rate or model would mix two runs), naming what differs and the way out."""
+    info_path, cfg_path = workdir / "run.json", workdir / "config.json"
+    way_out = "choose a fresh --workdir, or pass --force-new to start over in this one"
+    if info_path.exists():
+        other = json.loads(info_path.read_text()).get("project", project)
+        if other != project:
+            raise WorkdirConflict(f"{workdir} holds a run of project '{other}'; {way_out}")
+    if cfg_path.exists():
+        saved, wanted = _flatten(json.loads(cfg_path.read_text())), _flatten(json.loads(dumps(cfg)))
+        diff = [k for k in sorted(saved.keys() | wanted.keys()) if saved.get(k) != wanted.get(k)]
+        if diff:
+            shown = ", ".join(
+                f"{k}: {saved.get(k)!r} there, {wanted.get(k)!r} now" for k in diff[:2]
+            )
+            more = f" and {len(diff) - 2} more" if len(diff) > 2 else ""
+            raise WorkdirConflict(
+                f"{workdir} holds a run with another config ({shown}{more}); {way_out}"
+            )
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def checkpoints_in(workdir: pathlib.Path) -> dict[str, int]:
+    """{phase: latest step} of the checkpoints a run directory holds."""
+    root = workdir / "checkpoints"
+    phases = sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    found = {p.name: latest_checkpoint_step(p) for p in phases}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def execute(
+    project: str, cfg: Any, workdir: pathlib.Path, command: list[str] | None = None
+) -> dict[str, float]:
     """Runs `projects.<project>.experiment.run(cfg, workdir)` and records what ran.
 
-    run.json gets the revision, libraries, devices and the modules loaded at the start; when the
-    run finishes, its wall time and the modules it imported ({path: sha256} and their
-    fingerprint), and results.json its metrics. A `Preempted` run leaves no results.json, and a
-    second call with the same workdir resumes from its checkpoints."""
+    run.json gets the revision, libraries, devices and the modules loaded at the start; one entry
+    per attempt in `attempts` (command line, start and end time, the checkpoints it resumed
+    from, how it ended: finished, preempted, or the error); when the run finishes, its wall time
+    and the modules it imported ({path: sha256} and their fingerprint), and results.json its
+    metrics. A `Preempted` run leaves no results.json, and a second call with the same workdir
+    resumes from its checkpoints. A workdir of another project or config is refused
+    (`WorkdirConflict`)."""
     exp = load_module(project, "experiment")
     workdir = workdir.absolute()
+    check_workdir(project, cfg, workdir)
     previous = workdir / "run.json"
-    resumes = previous.exists() and not (workdir / "results.json").exists()
-    info = json.loads(previous.read_text()) if resumes else {}
+    info = json.loads(previous.read_text()) if previous.exists() else {}
+    resumes = bool(info) and not (workdir / "results.json").exists()
+    attempt = {
+        "command": command if command is not None else sys.argv,
+        "started": datetime.datetime.now().isoformat(),
+        "resumed_from": checkpoints_in(workdir),
+    }
+    attempts = [*info.get("attempts", []), attempt]
     results.write_run_info(
         workdir,
         dumps(cfg),
         project=project,
-        code_at_start=info.get("code_at_start") or provenance.imported_modules(project),
+        code_at_start=info["code_at_start"] if resumes else provenance.imported_modules(project),
+        attempts=attempts,
     )
     t0 = time.perf_counter()
+    status = "error: interrupted"
     try:
         metrics = exp.run(cfg, workdir)
+        status = "finished"
+    except BaseException as e:  # recorded, then passed on unchanged
+        status = "preempted" if type(e).__name__ == "Preempted" else f"error: {type(e).__name__}"
+        raise
     finally:  # preempted runs too: a resumed run's wall time adds up over its attempts
-        wall = time.perf_counter() - t0 + info.get("wall_s", 0.0)
-        results.update_run_info(workdir, wall_s=round(wall, 3))
+        wall = time.perf_counter() - t0 + (info.get("wall_s", 0.0) if resumes else 0.0)
+        attempt.update(ended=datetime.datetime.now().isoformat(), status=status)
+        results.update_run_info(workdir, wall_s=round(wall, 3), attempts=attempts)
     modules = provenance.imported_modules(project)
     results.update_run_info(
         workdir,

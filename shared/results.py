@@ -83,8 +83,23 @@ def write_json(path: pathlib.Path, data: Any) -> None:
 
 
 def append_metrics(workdir: pathlib.Path, record: Mapping[str, Any]) -> None:
-    with open(workdir / "metrics.jsonl", "a") as f:
+    """Adds a summary row to metrics.jsonl. A row is identified by its string fields (e.g.
+    `{"phase": "tjepa"}`): a resumed run that redoes a unit of work replaces that unit's earlier
+    row instead of adding a second one."""
+    path = workdir / "metrics.jsonl"
+    ident = _identity(record)
+    lines = path.read_text().splitlines() if path.exists() else []
+    kept = [line for line in lines if _identity(json.loads(line)) != ident]
+    if len(kept) != len(lines):
+        path.write_text("".join(line + "\n" for line in kept))
+    with open(path, "a") as f:
         f.write(json.dumps(dict(record)) + "\n")
+
+
+def _identity(record: Mapping[str, Any]) -> tuple | None:
+    if "step" in record:  # training-loop rows: the loop keeps those exact itself
+        return None
+    return tuple(sorted((k, v) for k, v in record.items() if isinstance(v, str)))
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:

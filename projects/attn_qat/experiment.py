@@ -28,6 +28,7 @@ from projects.attn_qat import model as models
 from projects.attn_qat.data import load_windows
 from projects.attn_qat.evaluate import evaluate
 from projects.attn_qat.train import PhaseConfig, stability, train_phase
+from shared.config import NonNegativeInt, PositiveInt
 from shared.distributed import make_mesh
 from shared.models.llama import Llama
 from shared.models.llama_sharding import MODES as SHARDING_MODES
@@ -45,10 +46,10 @@ class ModelConfig:
     # init (pretrained in this run); llama31-70b: the paper config's model (weights from
     # init_checkpoint)
     source: Literal["smollm2", "scratch", "llama31-70b"] = "smollm2"
-    dim: int = 256  # scratch: model width
-    num_layers: int = 4  # scratch: decoder blocks
-    num_heads: int = 4  # scratch: heads (head_dim = dim / heads; must be a multiple of 16)
-    ffn_dim: int = 688  # scratch: SwiGLU hidden width
+    dim: PositiveInt = 256  # scratch: model width
+    num_layers: PositiveInt = 4  # scratch: decoder blocks
+    num_heads: PositiveInt = 4  # scratch: heads (head_dim = dim / heads; must be a multiple of 16)
+    ffn_dim: PositiveInt = 688  # scratch: SwiGLU hidden width
     init_checkpoint: str = ""  # llama31-70b: orbax checkpoint of the parameters to continue from
     attention_impl: Literal["auto", "pallas", "reference"] = "auto"  # FP4 attention kernel
 
@@ -57,15 +58,16 @@ class ModelConfig:
 class DataConfig:
     corpus: Literal["wikipedia", "shakespeare", "c4"] = "wikipedia"  # text (c4: local shards)
     tokenizer: Literal["smollm2", "byte"] = "smollm2"  # must match the model's vocabulary
-    seq_len: int = 128  # tokens per window
-    eval_tokens: int = 4096  # held-out next-token targets (fixed windows, same for every run)
-    eval_batch: int = 8  # windows per evaluation batch
+    seq_len: PositiveInt = 128  # tokens per window
+    # held-out next-token targets (fixed windows, same for every run)
+    eval_tokens: PositiveInt = 4096
+    eval_batch: PositiveInt = 8  # windows per evaluation batch
     data_dir: str = ""  # c4: folder of the c4/en shards (JSON lines, .json.gz or ArrayRecord)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # scratch init, data order of every phase
+    seed: NonNegativeInt = 0  # scratch init, data order of every phase
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     # from-scratch pretraining with full-precision attention (scratch models only)
@@ -75,7 +77,7 @@ class Config:
     variants: tuple[str, ...] = ("dot_product", "drop_in_qat", "attn_qat")  # see VARIANTS
     eval_start: bool = True  # evaluate the starting weights too (the BF16 and PTQ rows)
     checkpoints: bool = True  # orbax checkpoints per phase (resume after a kill)
-    mesh_shape: tuple[int, ...] = ()  # (data, model) device mesh; () = one device
+    mesh_shape: tuple[PositiveInt, ...] = ()  # (data, model) device mesh; () = one device
     sharding: str = "fsdp"  # shared.models.llama_sharding mode over the mesh
 
     def validate(self) -> None:

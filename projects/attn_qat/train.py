@@ -20,19 +20,24 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
+from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.train.lm import LMTrainConfig, global_grad_norm, train_lm
 from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
 
 @dataclasses.dataclass(frozen=True)
 class PhaseConfig:
-    steps: int = 0  # optimizer steps (0: skip the phase)
-    batch_size: int = 8  # windows per step
-    lr: float = 1e-4  # peak learning rate
-    warmup_steps: int = 0  # linear warm-up steps (at least 1 is used: step 0 runs at lr 0)
+    steps: NonNegativeInt = 0  # optimizer steps (0: skip the phase)
+    batch_size: PositiveInt = 8  # windows per step
+    lr: PositiveFloat = 1e-4  # peak learning rate
+    # linear warm-up steps (at least 1 is used: step 0 runs at lr 0)
+    warmup_steps: NonNegativeInt = 0
     schedule: Literal["cosine", "constant"] = "constant"  # after warm-up: cosine to 0 or flat
-    weight_decay: float = 0.01  # AdamW decay on matrices (never on 1-D gains)
-    grad_clip: float = 1.0  # global-norm clip of the update (the norm is logged before it)
+    weight_decay: NonNegativeFloat = 0.01  # AdamW decay on matrices (never on 1-D gains)
+    # global-norm clip of the update (the norm is logged before it)
+    grad_clip: NonNegativeFloat = 1.0
+    # steps between checkpoints inside the phase (0: only at its end), when checkpoints are on
+    checkpoint_every: NonNegativeInt = 100
 
     def validate(self, name: str) -> None:
         if self.steps < 0 or self.batch_size < 1 or self.lr <= 0:
@@ -81,6 +86,7 @@ def train_phase(
     train_lm(
         model, windows, None, lm_cfg, tx=optimizer(cfg), workdir=workdir, phase=name,
         checkpoints=checkpoints, grad_metrics=global_grad_norm, log_every=1, mesh=mesh,
+        checkpoint_every=cfg.checkpoint_every,
     )  # fmt: skip
     return grad_norms(workdir / "metrics.jsonl", name, cfg.steps)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from typing import Literal
+from typing import Annotated, Literal
 
 import jax
 import jax.numpy as jnp
@@ -26,32 +26,37 @@ from projects.neg_sampling import data as data_lib
 from projects.neg_sampling import movielens
 from projects.neg_sampling import samplers as smp
 from projects.neg_sampling.train import TrainParams, fit
+from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from shared.results import append_metrics
+from shared.train import preemption
 
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticConfig:
-    num_users: int = 2000
-    num_items: int = 1500
-    latent_dim: int = 16  # true user/item latents ~ N(0, I/dim)
-    temperature: float = 0.1  # P = σ(⟨x_u, y_i⟩/temperature + b_i + b_0)
-    density: float = 0.01  # mean of P (b_0 by bisection)
+    num_users: PositiveInt = 2000
+    num_items: PositiveInt = 1500
+    latent_dim: PositiveInt = 16  # true user/item latents ~ N(0, I/dim)
+    temperature: PositiveFloat = 0.1  # P = σ(⟨x_u, y_i⟩/temperature + b_i + b_0)
+    # mean of P (b_0 by bisection)
+    density: Annotated[float, Range(0.0, 1.0, low_open=True, high_open=True)] = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # dataset draw (true graph, observation, split) and training keys
+    seed: NonNegativeInt = 0  # dataset draw (true graph, observation, split) and training keys
     dataset: Literal["synthetic", "movielens"] = "synthetic"
     setting: Literal["unbiased", "biased"] = "unbiased"  # how positives are observed
-    keep: float = 0.5  # mean probability that a true positive is observed
+    # mean probability that a true positive is observed
+    keep: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.5
     bias_kappa: float = 1.0  # biased setting: keep rate ∝ item popularity^κ
     synthetic: SyntheticConfig = SyntheticConfig()
     movielens_dir: str = ""  # ratings.csv or dslabs Rdata.rdb ("" = $MOVIELENS_DIR)
     rating_threshold: float = 4.0  # MovieLens: rating ≥ this is a positive
     samplers: tuple[smp.SamplerName, ...] = smp.SAMPLERS
-    r2_pi_grid: tuple[float, ...] = (0.03, 0.1, 0.3)  # R2's π⁺ candidates (validation picks)
-    pool_size: int = 64  # per-user allowed items that replace rejected candidates
-    popularity_power: float = 0.75  # popularity sampler: P(j) ∝ deg_j^power
+    # R2's π⁺ candidates (validation picks)
+    r2_pi_grid: tuple[Annotated[float, Range(0.0, 1.0, high_open=True)], ...] = (0.03, 0.1, 0.3)
+    pool_size: PositiveInt = 64  # per-user allowed items that replace rejected candidates
+    popularity_power: NonNegativeFloat = 0.75  # popularity sampler: P(j) ∝ deg_j^power
     sampler: smp.SamplerParams = smp.SamplerParams()
     train: TrainParams = TrainParams()
 
@@ -152,6 +157,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     shared_data = {n: sampler_data(cfg, inter, n) for n in {"uniform", "popularity", "oracle"}}
     bar = tqdm(total=len(jobs) * cfg.train.epochs, desc=f"{cfg.setting} seed {cfg.seed}")
     for prefix, name, sp in jobs:
+        preemption.check(f"sampler {prefix}")
         sd = shared_data.get(name, shared_data["uniform"])
         out, curve = fit(name, key, inter, sd, cfg.train, sp, progress=bar)
         curves[prefix] = curve

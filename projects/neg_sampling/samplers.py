@@ -14,10 +14,12 @@ MixGCF). Choices use stop-gradient embeddings; the loss recomputes the embedding
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Annotated, Literal
 
 import jax
 import jax.numpy as jnp
+
+from shared.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 
 SamplerName = Literal["uniform", "popularity", "dns", "mixgcf", "ahns", "r1", "r2", "oracle"]
 SAMPLERS: tuple[str, ...] = ("uniform", "popularity", "dns", "mixgcf", "ahns", "r1", "r2", "oracle")
@@ -25,14 +27,16 @@ SAMPLERS: tuple[str, ...] = ("uniform", "popularity", "dns", "mixgcf", "ahns", "
 
 @dataclasses.dataclass(frozen=True)
 class SamplerParams:
-    n_negs: int = 32  # candidates per positive (hard samplers pick among them)
-    tau: float = 1.0  # R1/R2 temperature of exp(s/τ)
-    pi_plus: float = 0.0  # R2: prior that an unobserved item is a hidden positive
-    r2_floor: float = 1e-3  # R2: ε, the smallest kept share of a candidate's weight
+    n_negs: PositiveInt = 32  # candidates per positive (hard samplers pick among them)
+    tau: PositiveFloat = 1.0  # R1/R2 temperature of exp(s/τ)
+    # R2: prior that an unobserved item is a hidden positive
+    pi_plus: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.0
+    # R2: ε, the smallest kept share of a candidate's weight
+    r2_floor: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1e-3
     ahns_alpha: float = 1.0  # AHNS: target β (s⁺ + α)^(p+1)
-    ahns_beta: float = 0.1
+    ahns_beta: NonNegativeFloat = 0.1
     ahns_p: float = -2.0
-    ahns_min_base: float = 1e-3  # guard: s⁺ + α is clipped to this (p < 0 blows up at 0)
+    ahns_min_base: PositiveFloat = 1e-3  # guard: s⁺ + α is clipped to this (p < 0 blows up at 0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,21 +16,22 @@ import numpy as np
 import optax
 
 from projects.neg_sampling import samplers
+from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.graph.lightgcn import lightgcn, normalized_edges
 from shared.metrics.ranking import mean_over_users, recall_ndcg_at_k
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainParams:
-    dim: int = 32
-    num_layers: int = 3
-    lr: float = 1e-3
-    batch_size: int = 1024
-    epochs: int = 100
-    eval_every: int = 10  # epochs between validation checks (best-on-validation is kept)
-    decay: float = 1e-4  # L2 on the batch's layer-0 embeddings, / batch size
-    num_negatives: int = 1  # K: 1 is BPR; K > 1 is log(1 + Σ_k exp(s_k − s⁺))
-    top_k: int = 20
+    dim: PositiveInt = 32
+    num_layers: NonNegativeInt = 3
+    lr: PositiveFloat = 1e-3
+    batch_size: PositiveInt = 1024
+    epochs: PositiveInt = 100
+    eval_every: PositiveInt = 10  # epochs between validation checks (best-on-validation is kept)
+    decay: NonNegativeFloat = 1e-4  # L2 on the batch's layer-0 embeddings, / batch size
+    num_negatives: PositiveInt = 1  # K: 1 is BPR; K > 1 is log(1 + Σ_k exp(s_k − s⁺))
+    top_k: PositiveInt = 20
 
 
 def k_negative_loss(s_pos: jax.Array, s_neg: jax.Array) -> jax.Array:

@@ -16,19 +16,21 @@ from flax import nnx
 
 from projects.paso.problems import Problem, _mnist, split_model, step_indices
 from shared import rng
+from shared.config import NonNegativeInt, PositiveFloat, PositiveInt
 from shared.models.mlp import MLP
 
 
 @dataclasses.dataclass(frozen=True)
 class DiffusionConfig:
-    hidden: tuple[int, ...] = (256, 256)  # widths of the noise-prediction MLP
-    time_dim: int = 32  # sinusoidal embedding of the diffusion time, concatenated to the input
-    diffusion_steps: int = 1000  # DDPM steps, linear β from 1e-4 to 0.02 (Ho et al. 2020)
-    batch_size: int = 64  # images per optimizer step
-    lr: float = 1e-3  # Adam learning rate
-    steps: int = 400  # T
-    train_size: int = 0  # first n training images (0: all 50,000)
-    eval_size: int = 1000  # test images for the held-out denoising loss
+    hidden: tuple[PositiveInt, ...] = (256, 256)  # widths of the noise-prediction MLP
+    # sinusoidal embedding of the diffusion time, concatenated to the input
+    time_dim: PositiveInt = 32
+    diffusion_steps: PositiveInt = 1000  # DDPM steps, linear β from 1e-4 to 0.02 (Ho et al. 2020)
+    batch_size: PositiveInt = 64  # images per optimizer step
+    lr: PositiveFloat = 1e-3  # Adam learning rate
+    steps: PositiveInt = 400  # T
+    train_size: NonNegativeInt = 0  # first n training images (0: all 50,000)
+    eval_size: NonNegativeInt = 1000  # test images for the held-out denoising loss
 
 
 def alpha_bars(n: int) -> np.ndarray:

@@ -24,23 +24,26 @@ from tqdm import tqdm
 from projects.paso import problems
 from projects.paso.diffusion import DiffusionConfig, diffusion_problem
 from projects.paso.paso import PasoConfig, paso, sequential
+from shared.config import Fraction, NonNegativeFloat, NonNegativeInt, PositiveInt
 from shared.results import append_metrics
+from shared.train import preemption
 
 ProblemName = Literal["ackley", "mnist_mlp", "llama", "diffusion"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # init, data order and noise of the problem
+    seed: NonNegativeInt = 0  # init, data order and noise of the problem
     problem: ProblemName = "mnist_mlp"  # which problem this run optimizes
-    windows: tuple[int, ...] = (4, 8, 16)  # PASO window sizes P (one solve each)
-    tol: float = 1e-5  # initial tolerance (official default), scale 1e6 · mean sq. difference
-    ema_decay: float = 0.999  # tolerance EMA decay (official llm_v2 / cv_v2 default)
+    windows: tuple[PositiveInt, ...] = (4, 8, 16)  # PASO window sizes P (one solve each)
+    # initial tolerance (official default), scale 1e6 · mean sq. difference
+    tol: NonNegativeFloat = 1e-5
+    ema_decay: Fraction = 0.999  # tolerance EMA decay (official llm_v2 / cv_v2 default)
     agg: Literal["mean", "middle"] = "mean"  # error aggregate of the EMA (cv_v2: mean)
     # windows also solved with τ fixed at `tol` (ema_decay = 1): how much of T/K the EMA buys
-    fixed_tol_windows: tuple[int, ...] = (8,)
-    num_checkpoints: int = 20  # evenly spaced steps where θ̂_t is compared with θ_t
-    devices: int = 1  # devices of the window mesh axis (1: vmap on one; 0: all devices)
+    fixed_tol_windows: tuple[PositiveInt, ...] = (8,)
+    num_checkpoints: PositiveInt = 20  # evenly spaced steps where θ̂_t is compared with θ_t
+    devices: NonNegativeInt = 1  # devices of the window mesh axis (1: vmap on one; 0: all devices)
     ackley: problems.AckleyConfig = problems.AckleyConfig()
     mnist_mlp: problems.MLPConfig = problems.MLPConfig()
     llama: problems.LMConfig = problems.LMConfig()
@@ -176,6 +179,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     solves = [(P, cfg.ema_decay, f"paso{P}") for P in cfg.windows]
     solves += [(P, 1.0, f"paso{P}_fixed") for P in cfg.fixed_tol_windows]
     for P, decay, label in solves:
+        preemption.check(f"solve {label}")
         pcfg = PasoConfig(P, cfg.tol, decay, cfg.agg)
 
         def paso_fn(p, d, pcfg=pcfg):

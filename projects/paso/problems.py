@@ -18,6 +18,7 @@ import optax
 from flax import nnx
 
 from shared import rng
+from shared.config import NonNegativeInt, PositiveFloat, PositiveInt
 from shared.models.llama import SIZES, Llama, LlamaConfig, next_token_loss
 from shared.models.mlp import MLP
 
@@ -46,10 +47,10 @@ def split_model(model: nnx.Module):
 # --- (a) Ackley, the official OptEx comparison -------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class AckleyConfig:
-    dim: int = 10_000  # d (official optex_cmp: 1e4)
-    init_range: float = 1.0  # θ_0 ~ U(-r, r) (official: (-1, 1))
-    lr: float = 1e-3  # Adam learning rate (official)
-    steps: int = 1000  # T (official: 1000)
+    dim: PositiveInt = 10_000  # d (official optex_cmp: 1e4)
+    init_range: PositiveFloat = 1.0  # θ_0 ~ U(-r, r) (official: (-1, 1))
+    lr: PositiveFloat = 1e-3  # Adam learning rate (official)
+    steps: PositiveInt = 1000  # T (official: 1000)
 
 
 def ackley(x: jax.Array) -> jax.Array:
@@ -77,12 +78,12 @@ def ackley_problem(cfg: AckleyConfig, seed: int) -> Problem:
 # --- (b) MLP on MNIST --------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class MLPConfig:
-    hidden: tuple[int, ...] = (128,)  # hidden widths of the 784 -> ... -> 10 MLP
-    batch_size: int = 64  # minibatch per step
-    lr: float = 1e-3  # Adam learning rate
-    steps: int = 500  # T
-    train_size: int = 0  # first n training images (0: all 50,000)
-    test_size: int = 0  # first n test images (0: all 10,000)
+    hidden: tuple[PositiveInt, ...] = (128,)  # hidden widths of the 784 -> ... -> 10 MLP
+    batch_size: PositiveInt = 64  # minibatch per step
+    lr: PositiveFloat = 1e-3  # Adam learning rate
+    steps: PositiveInt = 500  # T
+    train_size: NonNegativeInt = 0  # first n training images (0: all 50,000)
+    test_size: NonNegativeInt = 0  # first n test images (0: all 10,000)
 
 
 def _mnist(train_size: int, test_size: int):
@@ -132,11 +133,11 @@ LLAMA_1B = LlamaConfig(257, 2048, 16, 32, 8, 8192, rope_base=500000.0, tie_embed
 class LMConfig:
     size: str = "nano"  # shared.models.llama.SIZES key, or "llama-3.2-1b"
     corpus: str = "shakespeare"  # shared.data.text corpus: shakespeare or wikipedia
-    seq_len: int = 64  # tokens per training window (byte-level)
-    batch_size: int = 16  # windows per step
-    lr: float = 3e-3  # constant-LR Adam (as the official LLM runs)
-    steps: int = 300  # T
-    eval_windows: int = 128  # validation windows for the perplexity
+    seq_len: PositiveInt = 64  # tokens per training window (byte-level)
+    batch_size: PositiveInt = 16  # windows per step
+    lr: PositiveFloat = 3e-3  # constant-LR Adam (as the official LLM runs)
+    steps: PositiveInt = 300  # T
+    eval_windows: PositiveInt = 128  # validation windows for the perplexity
 
 
 def llama_config(size: str, seq_len: int) -> LlamaConfig:

@@ -25,8 +25,10 @@ import numpy as np
 from flax import nnx
 
 from projects.scale import data as scale_data
+from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.models.llama import SIZES, Llama, LlamaConfig, count_params
 from shared.optim import NAMES, OptimizerOptions, make_optimizer, optimizer_memory
+from shared.train import NonFiniteLossError
 from shared.train.lm import LMTrainConfig, evaluate_lm, train_lm
 
 Optimizer = Literal[NAMES]  # type: ignore[valid-type]
@@ -52,33 +54,33 @@ MAX_EXTENSIONS = 1  # extra grid point beyond an edge
 @dataclasses.dataclass(frozen=True)
 class Config:
     optimizer: Optimizer = "scale"  # shared.optim.NAMES
-    lr: float = 0.0  # peak LR; 0 chooses it by the sweep below
+    lr: NonNegativeFloat = 0.0  # peak LR; 0 chooses it by the sweep below
     lr_from: str = ""  # take this optimizer's swept LR instead of sweeping (ablation variants)
-    lr_scale: float = 1.0  # multiplies a borrowed LR (L2 ablation: sqrt(dim), as the spec)
-    sweep_lrs: tuple[float, ...] = ()  # the grid; () means DEFAULT_GRIDS[optimizer]
-    sweep_steps: int = 75  # steps of each sweep run (half of `steps`)
-    sweep_seed: int = 0  # one seed for the sweep
-    steps: int = 150  # optimizer steps of the reported run
-    batch_size: int = 16  # sequences per step
-    seq_len: int = 64  # tokens per sequence
-    dim: int = 64  # model width
-    num_layers: int = 2  # decoder blocks
-    num_heads: int = 4  # attention heads (no grouping)
-    ffn_dim: int = 172  # SwiGLU width
-    vocab_size: int = 0  # 0: the tokenizer's
+    lr_scale: PositiveFloat = 1.0  # multiplies a borrowed LR (L2 ablation: sqrt(dim), as the spec)
+    sweep_lrs: tuple[PositiveFloat, ...] = ()  # the grid; () means DEFAULT_GRIDS[optimizer]
+    sweep_steps: PositiveInt = 75  # steps of each sweep run (half of `steps`)
+    sweep_seed: NonNegativeInt = 0  # one seed for the sweep
+    steps: PositiveInt = 150  # optimizer steps of the reported run
+    batch_size: PositiveInt = 16  # sequences per step
+    seq_len: PositiveInt = 64  # tokens per sequence
+    dim: PositiveInt = 64  # model width
+    num_layers: PositiveInt = 2  # decoder blocks
+    num_heads: PositiveInt = 4  # attention heads (no grouping)
+    ffn_dim: PositiveInt = 172  # SwiGLU width
+    vocab_size: NonNegativeInt = 0  # 0: the tokenizer's
     param_dtype: Literal["float32", "bfloat16"] = "float32"  # the paper keeps everything in bf16
     data: Literal["wikipedia", "shakespeare", "c4"] = "wikipedia"  # training text
     tokenizer: Literal["byte", "t5"] = "byte"  # t5: local sentencepiece file (paper)
     data_dir: str = ""  # c4: folder of local JSON-lines shards; t5: holds spiece.model
-    eval_every: int = 25  # steps between validation points of the loss curve
-    eval_windows: int = 64  # validation windows per curve point
-    final_eval_windows: int = 512  # validation windows of the final perplexity (32k tokens)
-    adam_lr: float = 0.02  # SCALE's 1-D AdamW LR (official default)
-    galore_rank: int = 16  # GaLore rank (dim / 4, as 128 for the 60M model's 512)
-    projection_gap: int = 200  # GaLore / APOLLO projection refresh interval (official)
+    eval_every: NonNegativeInt = 25  # steps between validation points of the loss curve
+    eval_windows: PositiveInt = 64  # validation windows per curve point
+    final_eval_windows: PositiveInt = 512  # validation windows of the final perplexity (32k tokens)
+    adam_lr: PositiveFloat = 0.02  # SCALE's 1-D AdamW LR (official default)
+    galore_rank: PositiveInt = 16  # GaLore rank (dim / 4, as 128 for the 60M model's 512)
+    projection_gap: PositiveInt = 200  # GaLore / APOLLO projection refresh interval (official)
     sharding: Literal["none", "data", "fsdp"] = "none"  # parameter sharding over all devices
     mode: Literal["train", "memory"] = "train"  # memory: paper-size state bytes only, no training
-    seed: int = 0  # init and data order
+    seed: NonNegativeInt = 0  # init and data order
 
     def __post_init__(self):
         if self.lr < 0:
@@ -223,7 +225,10 @@ def _train(cfg, data, name, lr, steps, seed, workdir=None):
     tx = optimizer_for(cfg, name, lr, steps)
     t0 = time.perf_counter()
     probe = data.val[: cfg.eval_windows]
-    history = train_lm(model, data.train, probe, tcfg, tx=tx, workdir=workdir)
+    # The reported run (with a workdir) stops if it reaches the uniform model's loss; a sweep
+    # point may, and then simply loses.
+    uniform = math.log(data.vocab_size) if workdir is not None else None
+    history = train_lm(model, data.train, probe, tcfg, tx=tx, workdir=workdir, uniform_loss=uniform)
     seconds = time.perf_counter() - t0
     final = evaluate_lm(model, data.val[: cfg.final_eval_windows], cfg.batch_size)
     rate = steps * cfg.batch_size * cfg.seq_len / seconds
@@ -256,7 +261,10 @@ def choose_lr(cfg: Config, data, name: str, cache_dir: pathlib.Path) -> tuple[fl
         path = cache_dir / f"{name}-{digest}.json"
         if path.exists():
             return json.loads(path.read_text())["val_loss"]
-        _, loss, _ = _train(base, data, name, lr, cfg.sweep_steps, cfg.sweep_seed)
+        try:
+            _, loss, _ = _train(base, data, name, lr, cfg.sweep_steps, cfg.sweep_seed)
+        except NonFiniteLossError:  # this learning rate diverged: it loses the sweep
+            loss = math.inf
         loss = loss if math.isfinite(loss) else math.inf
         path.write_text(json.dumps({"lr": lr, "val_loss": loss}))
         return loss

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from flax import struct
 
 from projects.scale_continuous_gnn import resolution
+from shared.config import Fraction, NonNegativeInt, PositiveInt, Range
 from shared.graph import generators
 from shared.graph.batching import DenseGraphs
 from shared.rng import numpy_rng
@@ -32,14 +33,15 @@ TARGET_V = {
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
     family: Literal["molecules", "grids"] = "molecules"  # which graph family
-    num_graphs: int = 2000  # graphs drawn per seed, split train/val/test
-    split: tuple[float, float] = (0.8, 0.1)  # train and validation fractions (rest: test)
-    heavy_range: tuple[int, int] = (5, 15)  # molecules: heavy nodes (inclusive)
-    leaves_range: tuple[int, int] = (1, 3)  # molecules: leaves per heavy node (inclusive)
-    num_types: int = 4  # molecules: heavy node types
-    grid_sides: tuple[int, ...] = (4, 6, 8)  # grids: rows and cols drawn from these (even)
-    num_fields: int = 3  # grids: smooth random fields per node (plus a constant channel)
-    z: float = -1.0  # resolvent point (negative)
+    num_graphs: Annotated[int, Range(20)] = 2000  # graphs drawn per seed, split train/val/test
+    split: tuple[Fraction, Fraction] = (0.8, 0.1)  # train and validation fractions (rest: test)
+    heavy_range: tuple[PositiveInt, PositiveInt] = (5, 15)  # molecules: heavy nodes (inclusive)
+    # molecules: leaves per heavy node (inclusive)
+    leaves_range: tuple[NonNegativeInt, NonNegativeInt] = (1, 3)
+    num_types: PositiveInt = 4  # molecules: heavy node types
+    grid_sides: tuple[PositiveInt, ...] = (4, 6, 8)  # grids: rows and cols drawn from these (even)
+    num_fields: PositiveInt = 3  # grids: smooth random fields per node (plus a constant channel)
+    z: Annotated[float, Range(None, 0.0, high_open=True)] = -1.0  # resolvent point (negative)
 
     def __post_init__(self):
         if self.family not in TARGET_V:

@@ -25,24 +25,29 @@ from tqdm import tqdm
 from projects.scale_continuous_gnn import data as data_lib
 from projects.scale_continuous_gnn import resolution, train
 from projects.scale_continuous_gnn.models import MODELS, GraphNet
+from shared.config import NonNegativeInt, PositiveFloat, PositiveInt
 from shared.results import append_metrics
 from shared.rng import numpy_rng, stream
+from shared.train import preemption
 
 RESOLUTIONS = ("fine", "coarse", "mixed")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # draws the graphs, the splits and the initializations
+    seed: NonNegativeInt = 0  # draws the graphs, the splits and the initializations
     families: tuple[str, ...] = ("molecules", "grids")  # graph families of the run
     models: tuple[str, ...] = ("gcn", "gin", "sage", "resolvent", "resolvent_k0")  # trained
     gap_only: tuple[str, ...] = ("gcn_mean", "gin_mean", "sage_mean", "resolvent_sum")  # untrained
     train_on: tuple[str, ...] = RESOLUTIONS  # training resolutions (each tested on fine+coarse)
-    lam: float = 100.0  # within-cluster weight of the fine resolution used for training/testing
-    gap_lams: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 3e3, 1e4)  # figure
-    gap_graphs: int = 100  # test graphs averaged in each gap curve
+    # within-cluster weight of the fine resolution used for training/testing
+    lam: PositiveFloat = 100.0
+    # figure
+    gap_lams: tuple[PositiveFloat, ...] = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 3e3, 1e4)
+    gap_graphs: PositiveInt = 100  # test graphs averaged in each gap curve
     gap_trained_on: str = "coarse"  # whose trained models get the trained gap curve
-    large_grid: int = 32  # side of the one large grid (2x2 clusters) in the gap figure; 0: none
+    # side of the one large grid (2x2 clusters) in the gap figure; 0: none
+    large_grid: NonNegativeInt = 32
     molecules: data_lib.DataConfig = data_lib.DataConfig("molecules")
     grids: data_lib.DataConfig = data_lib.DataConfig("grids", num_graphs=1000)
     train: train.TrainConfig = train.TrainConfig()
@@ -174,6 +179,7 @@ def run_family(cfg: Config, family: str, workdir: pathlib.Path, bar: tqdm) -> di
         if large:
             c["large_untrained"] = gap_curve(fresh(), large, cfg.gap_lams, dcfg.z)
         for res in cfg.train_on if name in cfg.models else ():
+            preemption.check(f"training {family}/{name} on {res}")
             bar.set_description(f"{family}/{name}/train on {res}")
             t = train.fit(
                 fresh(),

@@ -13,17 +13,18 @@ from flax import nnx
 
 from projects.scale_continuous_gnn.data import Batch
 from projects.scale_continuous_gnn.models import GraphNet
+from shared.config import PositiveFloat, PositiveInt
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    width: int = 32  # hidden width of every layer and of the head
-    depth: int = 3  # message-passing layers
-    powers: int = 2  # K: resolvent powers R^1..R^K per resolvent layer
-    epochs: int = 200  # passes over the training graphs
-    batch_size: int = 64  # padded graphs per step
-    lr: float = 1e-3  # Adam learning rate
-    epochs_per_call: int = 20  # epochs per jitted scan (progress granularity)
+    width: PositiveInt = 32  # hidden width of every layer and of the head
+    depth: PositiveInt = 3  # message-passing layers
+    powers: PositiveInt = 2  # K: resolvent powers R^1..R^K per resolvent layer
+    epochs: PositiveInt = 200  # passes over the training graphs
+    batch_size: PositiveInt = 64  # padded graphs per step
+    lr: PositiveFloat = 1e-3  # Adam learning rate
+    epochs_per_call: PositiveInt = 20  # epochs per jitted scan (progress granularity)
 
     def __post_init__(self):
         for name in ("width", "depth", "powers", "epochs", "batch_size", "epochs_per_call"):

@@ -15,29 +15,34 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import time
+from typing import Annotated
 
 import numpy as np
 
 from projects.shaped_ope import evaluate, problems
+from shared.config import Fraction, NonNegativeFloat, NonNegativeInt, PositiveInt, Range
 from shared.results import append_metrics, write_json
+from shared.train import preemption
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # root seed of every sample of the run
-    reps: int = 500  # Monte-Carlo repetitions per (problem, n)
-    ns: tuple[int, ...] = (50, 200, 1000)  # trajectories per estimate (even: 2-fold cross-fit)
+    seed: NonNegativeInt = 0  # root seed of every sample of the run
+    reps: Annotated[int, Range(2)] = 500  # Monte-Carlo repetitions per (problem, n)
+    # trajectories per estimate (even: 2-fold cross-fit)
+    ns: tuple[Annotated[int, Range(4)], ...] = (50, 200, 1000)
     problems: tuple[str, ...] = ("chain_sparse", "chain_dense", "icu_sepsis", "cancer")
-    chain_states: int = 20  # N of the table's chains (horizon 2N)
-    epsilon: float = 0.5  # chain behaviour = (1 - eps) pi + eps uniform (spec: 0.2 or 0.5)
-    icu_horizon: int = 20  # ICU-Sepsis truncation H
-    cancer_truth_rollouts: int = 100_000  # on-policy rollouts for the cancer truth
-    chunk_episodes: int = 20_000  # episodes sampled at once (memory bound, ~140 MB on ICU)
+    chain_states: Annotated[int, Range(2)] = 20  # N of the table's chains (horizon 2N)
+    epsilon: Fraction = 0.5  # chain behaviour = (1 - eps) pi + eps uniform (spec: 0.2 or 0.5)
+    icu_horizon: PositiveInt = 20  # ICU-Sepsis truncation H
+    cancer_truth_rollouts: PositiveInt = 100_000  # on-policy rollouts for the cancer truth
+    chunk_episodes: PositiveInt = 20_000  # episodes sampled at once (memory bound, ~140 MB on ICU)
     regime_map: bool = True  # also run the chain regime map (figure)
-    regime_states: int = 20  # N of the regime-map chain
-    regime_reps: int = 200  # repetitions per regime-map cell
-    regime_n: int = 200  # trajectories per estimate in the regime map
-    regime_noise: tuple[float, ...] = (0.0, 0.1, 0.5)  # reward noise sigma (rows of the map)
+    regime_states: Annotated[int, Range(2)] = 20  # N of the regime-map chain
+    regime_reps: Annotated[int, Range(2)] = 200  # repetitions per regime-map cell
+    regime_n: Annotated[int, Range(4)] = 200  # trajectories per estimate in the regime map
+    # reward noise sigma (rows of the map)
+    regime_noise: tuple[NonNegativeFloat, ...] = (0.0, 0.1, 0.5)
     regime_sparsity: tuple[str, ...] = ("sparse", "mixed", "dense")  # reward tables (columns)
 
     def __post_init__(self):
@@ -126,6 +131,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     arrays: dict[str, np.ndarray] = {}
     summary: dict = {"problems": {}, "regime": []}
     for i, name in enumerate(cfg.problems):
+        preemption.check(f"problem {name}")
         t0 = time.perf_counter()
         problem = build_problem(name, cfg)
         q_kind = "tabular" if problem.tabular is not None else "linear"

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import pathlib
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +24,9 @@ import numpy as np
 from projects.td_exp_step import problems, tuning
 from projects.td_exp_step.schedules import Schedule, step_sizes
 from projects.td_exp_step.td import run_td, sample_transitions
+from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Range
 from shared.results import append_metrics
+from shared.train import preemption
 
 MRP = Literal["garnet", "icu_sepsis"]
 METRICS = ("param", "value", "param_reg")  # ||θ-θ*||², ||Φ(θ-θ*)||²_D, ||θ-θ_λ||²
@@ -32,37 +34,44 @@ METRICS = ("param", "value", "param_reg")  # ||θ-θ*||², ||Φ(θ-θ*)||²_D, |
 
 @dataclasses.dataclass(frozen=True)
 class GarnetConfig:
-    num_states: int = 100  # states of the random MRP
-    branching: int = 4  # successors per state (Dirichlet(1) probabilities)
-    gamma: float = 0.9  # discount (the spec also suggests 0.99: --set garnet.gamma=0.99)
-    feature_dim: int = 8  # Gaussian features, each row of unit norm
-    reward_noise: float = 0.5  # std of N(0, σ_r²) added to every sampled reward
-    seed: int = 0  # the one Garnet instance (and its features); the run seeds vary sampling only
+    num_states: PositiveInt = 100  # states of the random MRP
+    branching: PositiveInt = 4  # successors per state (Dirichlet(1) probabilities)
+    # discount (the spec also suggests 0.99: --set garnet.gamma=0.99)
+    gamma: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.9
+    feature_dim: PositiveInt = 8  # Gaussian features, each row of unit norm
+    reward_noise: NonNegativeFloat = 0.5  # std of N(0, σ_r²) added to every sampled reward
+    # the one Garnet instance (and its features); the run seeds vary sampling only
+    seed: NonNegativeInt = 0
 
 
 @dataclasses.dataclass(frozen=True)
 class GridConfig:
     eta_log2: tuple[int, ...] = tuple(range(-8, 1))  # constant η and exponential η0: 2^k
-    exp_betas: tuple[float, ...] = (1.0, 10.0)  # exponential: η_T = η0 β / T
+    exp_betas: tuple[PositiveFloat, ...] = (1.0, 10.0)  # exponential: η_T = η0 β / T
     inv_t_log2: tuple[int, ...] = tuple(range(-4, 5))  # inverse-t c' = 2/(1-γ) · 2^k
-    omega_scales: tuple[float, ...] = (1.0, 10.0, 0.1)  # ω used by inverse-t: true, x10, x0.1
+    # ω used by inverse-t: true, x10, x0.1
+    omega_scales: tuple[PositiveFloat, ...] = (1.0, 10.0, 0.1)
     sqrt_log2: tuple[int, ...] = tuple(range(-8, 1))  # inverse-sqrt c = 2^k (with averaging)
-    reg_lambdas: tuple[float, ...] = (1e-4, 1e-3, 1e-2)  # regularized TD (Markovian regime)
-    reg_betas: tuple[float, ...] = (1.0,)  # β of the regularized exponential schedule
-    default_eta0: float = 1.0  # the untuned exponential row: fixed before any run, not tuned
-    default_beta: float = 1.0
+    # regularized TD (Markovian regime)
+    reg_lambdas: tuple[NonNegativeFloat, ...] = (1e-4, 1e-3, 1e-2)
+    reg_betas: tuple[PositiveFloat, ...] = (1.0,)  # β of the regularized exponential schedule
+    # the untuned exponential row: fixed before any run, not tuned
+    default_eta0: PositiveFloat = 1.0
+    default_beta: PositiveFloat = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # root of every sampling key
+    seed: NonNegativeInt = 0  # root of every sampling key
     mrps: tuple[MRP, ...] = ("garnet", "icu_sepsis")  # problems of the run
     regimes: tuple[Literal["iid", "markov"], ...] = ("iid", "markov")  # sampling models
-    horizons: tuple[int, ...] = (1000, 3000, 10000, 30000, 100000)  # T (each its own schedule)
-    num_tune_seeds: int = 10  # seeds that choose the tuned grid values
-    num_eval_seeds: int = 30  # fresh seeds that report them
+    # T (each its own schedule)
+    horizons: tuple[PositiveInt, ...] = (1000, 3000, 10000, 30000, 100000)
+    num_tune_seeds: PositiveInt = 10  # seeds that choose the tuned grid values
+    num_eval_seeds: Annotated[int, Range(2)] = 30  # fresh seeds that report them
     noise_ablation: bool = True  # also Garnet i.i.d. with σ_r = 0 (figure c)
-    icu_gamma: float = 0.95  # discount of the continuing ICU-Sepsis chain
+    # discount of the continuing ICU-Sepsis chain
+    icu_gamma: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.95
     garnet: GarnetConfig = GarnetConfig()
     grid: GridConfig = GridConfig()
 
@@ -175,6 +184,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     arrays, sched_json, prob_json, summary = {}, {}, {}, []
     metrics: dict[str, float] = {}
     for cell, (name, regime) in enumerate(cells):
+        preemption.check(f"cell {name}/{regime}")
         t0 = time.perf_counter()
         prob = build_problem(name, cfg)
         schedules = build_schedules(cfg.grid, prob.gamma, regime)

@@ -18,6 +18,7 @@ from flax import nnx
 
 from projects.teamwork.model import Coupling, MaskedReconstructor, ModelConfig
 from projects.teamwork.periods import score_masks, train_masks
+from shared.config import Fraction, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.rng import numpy_rng
 from shared.train.loop import train_loop
 from shared.train.optimizers import warmup_cosine
@@ -25,11 +26,12 @@ from shared.train.optimizers import warmup_cosine
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    steps: int = 200  # optimizer steps
-    batch_size: int = 16  # windows per step
-    lr: float = 1e-3  # Adam peak learning rate (cosine decay, 10% warmup)
-    mask_ratio: float = 0.25  # fraction of steps hidden per channel (spec's suggested 0.25)
-    checkpoint_every: int = 0  # steps between checkpoints (0: only at the end and on SIGTERM)
+    steps: PositiveInt = 200  # optimizer steps
+    batch_size: PositiveInt = 16  # windows per step
+    lr: PositiveFloat = 1e-3  # Adam peak learning rate (cosine decay, 10% warmup)
+    mask_ratio: Fraction = 0.25  # fraction of steps hidden per channel (spec's suggested 0.25)
+    # steps between checkpoints (0: only at the end and on SIGTERM)
+    checkpoint_every: NonNegativeInt = 0
 
 
 class WindowBatches:

@@ -23,6 +23,7 @@ from projects.teamwork import detect
 from projects.teamwork.model import ModelConfig
 from projects.teamwork.periods import fft_periods, spans_from_periods
 from projects.teamwork.roles import assign_roles, role_scores, select_lag_order
+from shared.config import Fraction, NonNegativeInt, PositiveInt
 from shared.data.timeseries_files import load_daphnet
 from shared.data.timeseries_generator import ANOMALY_TYPES, AnomalySeries, make_benchmark
 from shared.metrics.anomaly import affiliation_prf1, predict, tslib_protocol, vus
@@ -45,18 +46,21 @@ METHODS = (*NEURAL, "pca")
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # seeds the benchmark, the initialization, windows and masks
-    benchmark: str = "synthetic"  # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected)
-    length: int = 15_000  # generated steps (2/3 train); ignored for daphnet (7,040 rows)
+    seed: NonNegativeInt = 0  # seeds the benchmark, the initialization, windows and masks
+    # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected)
+    benchmark: Benchmark = "synthetic"
+    length: PositiveInt = 15_000  # generated steps (2/3 train); ignored for daphnet (7,040 rows)
     methods: tuple[str, ...] = ("teamwork", "independent", "symmetric", "pca")
-    window: int = 100  # steps per window; FFT periods longer than this cannot be seen
-    num_dominant: int = 0  # 0: ceil(C / 4) (spec's suggestion)
-    role_lags: int = 0  # Granger lag order q; 0: BIC of own-lag AR fits on train (roles.py)
-    role_max_lags: int = 0  # BIC searches q in 1..role_max_lags; 0: window // 2 (fixed rule)
-    num_periods: int = 3  # top-k FFT periods -> mask spans
-    pca_lag: int = 8  # PCA baseline: steps per flattened window
-    pca_var: float = 0.95  # PCA baseline: explained variance kept
-    vus_window: int = 50  # VUS max buffer length
+    window: PositiveInt = 100  # steps per window; FFT periods longer than this cannot be seen
+    num_dominant: NonNegativeInt = 0  # 0: ceil(C / 4) (spec's suggestion)
+    # Granger lag order q; 0: BIC of own-lag AR fits on train (roles.py)
+    role_lags: NonNegativeInt = 0
+    # BIC searches q in 1..role_max_lags; 0: window // 2 (fixed rule)
+    role_max_lags: NonNegativeInt = 0
+    num_periods: PositiveInt = 3  # top-k FFT periods -> mask spans
+    pca_lag: PositiveInt = 8  # PCA baseline: steps per flattened window
+    pca_var: Fraction = 0.95  # PCA baseline: explained variance kept
+    vus_window: NonNegativeInt = 50  # VUS max buffer length
     model: ModelConfig = ModelConfig()
     train: detect.TrainConfig = detect.TrainConfig()
 

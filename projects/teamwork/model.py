@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from shared.config import PositiveInt
 from shared.models.attention import dot_product_attention
 from shared.models.transformer import EncoderBlock, TransformerEncoder
 
@@ -29,11 +30,11 @@ Coupling = Literal["none", "symmetric", "role"]
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    d_model: int = 32  # token width
-    num_heads: int = 4  # attention heads (temporal and channel attention)
-    num_layers: int = 1  # temporal Transformer layers per channel
-    ff_dim: int = 64  # feed-forward width
-    patch: int = 10  # steps per token (10, not 4: 2.5x fewer tokens on 2 CPU cores)
+    d_model: PositiveInt = 32  # token width
+    num_heads: PositiveInt = 4  # attention heads (temporal and channel attention)
+    num_layers: PositiveInt = 1  # temporal Transformer layers per channel
+    ff_dim: PositiveInt = 64  # feed-forward width
+    patch: PositiveInt = 10  # steps per token (10, not 4: 2.5x fewer tokens on 2 CPU cores)
 
 
 class CrossAttention(nnx.Module):

@@ -23,6 +23,7 @@ from projects.var_jepa.masks import MaskConfig
 from projects.var_jepa.pretrain import PretrainConfig
 from projects.var_jepa.tjepa_model import ModelConfig
 from projects.var_jepa.var_model import VarConfig
+from shared.config import NonNegativeInt
 from shared.data import tabular
 from shared.results import append_metrics, pyplot, save_figure
 from shared.train.supervised import HeadConfig
@@ -36,7 +37,10 @@ class DataConfig:
     # | csv:<adult|helena|jannis|aloi|california|higgs> (read from data_dir)
     name: str = "adult"
     data_dir: str = ""  # directory of <name>.csv / .parquet for csv:<name>
-    max_pretrain_rows: int = 0  # 0: pretrain on the whole training split
+    max_pretrain_rows: NonNegativeInt = 0  # 0: pretrain on the whole training split
+
+    def __post_init__(self):
+        tabular.check_name(self.name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +53,7 @@ class ProbeConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    seed: int = 0  # seeds the split, initialization, masks, data order and heads
+    seed: NonNegativeInt = 0  # seeds the split, initialization, masks, data order and heads
     methods: tuple[Method, ...] = ("raw", "tjepa", "var_tjepa")  # what this run trains
     data: DataConfig = DataConfig()
     model: ModelConfig = ModelConfig()  # shared by T-JEPA and Var-T-JEPA (Var uses no [REG])

@@ -21,15 +21,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from shared.config import Fraction, PositiveInt
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskConfig:
-    min_ctx_share: float = 0.136  # T-JEPA launch script (jannis)
-    max_ctx_share: float = 0.368
-    min_trgt_share: float = 0.156
-    max_trgt_share: float = 0.622
-    num_preds: int = 4  # target sets per sample (MASK_NUM_PREDS)
-    num_encs: int = 1  # context sets per sample (the official default)
+    min_ctx_share: Fraction = 0.136  # T-JEPA launch script (jannis)
+    max_ctx_share: Fraction = 0.368
+    min_trgt_share: Fraction = 0.156
+    max_trgt_share: Fraction = 0.622
+    num_preds: PositiveInt = 4  # target sets per sample (MASK_NUM_PREDS)
+    num_encs: PositiveInt = 1  # context sets per sample (the official default)
     # Faithful quirk of the official code: mask indices run over 0..D-1 of a token sequence that
     # starts with the [REG] token, so index 0 picks [REG] and the last feature is never masked.
     # False: indices run over the feature tokens and [REG] always joins the context.

@@ -24,6 +24,7 @@ from projects.var_jepa.gaussian import gaussian_kl, reparameterize, standard_nor
 from projects.var_jepa.tjepa_model import Encoder, ModelConfig, Predictor, token_positions
 from projects.var_jepa.var_model import VarConfig, VarTJEPA, observed_values, row_gather
 from shared import distributed, rng
+from shared.config import Fraction, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.data.pipeline import batch_iterator
 from shared.data.tabular import TabularData
 from shared.train import adamw_no_decay_on_vectors, train_loop, warmup_cosine
@@ -32,20 +33,22 @@ from shared.train import adamw_no_decay_on_vectors, train_loop, warmup_cosine
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
     # optimizer steps (the official code counts epochs: steps = epochs * rows / batch)
-    steps: int = 1500
-    batch_size: int = 256
-    lr: float = 1e-3  # T-JEPA jannis: 3.66e-4
-    warmup_steps: int = 100
-    weight_decay: float = 1e-5  # Suggested setting; biases and 1-D tensors are not decayed
-    ema_start: float = 0.996  # EMA momentum, linear from ema_start to ema_end over the run
-    ema_end: float = 1.0
-    encoder_grad_clamp: float = 1.0  # element-wise clamp of context-encoder gradients (official)
+    steps: PositiveInt = 1500
+    batch_size: PositiveInt = 256
+    lr: PositiveFloat = 1e-3  # T-JEPA jannis: 3.66e-4
+    warmup_steps: NonNegativeInt = 100
+    # Suggested setting; biases and 1-D tensors are not decayed
+    weight_decay: NonNegativeFloat = 1e-5
+    ema_start: Fraction = 0.996  # EMA momentum, linear from ema_start to ema_end over the run
+    ema_end: Fraction = 1.0
+    # element-wise clamp of context-encoder gradients (official)
+    encoder_grad_clamp: PositiveFloat = 1.0
     # T-JEPA: mask sizes change per batch; each size axis is padded up to one of this many bucket
     # edges (masks.padded_sizes) and jit compiles one step per (context, target) bucket pair;
     # 1 pads to the largest sizes (one compilation), 0 uses the exact sizes (no padding).
-    size_buckets: int = 3
-    checkpoint_every: int = 500  # 0: only at the end and on SIGTERM
-    log_every: int = 50
+    size_buckets: NonNegativeInt = 3
+    checkpoint_every: NonNegativeInt = 500  # 0: only at the end and on SIGTERM
+    log_every: PositiveInt = 50
     # Shard each batch over all devices (of all hosts) and replicate the state; each process
     # loads only its slice of the global batch.
     data_parallel: bool = False

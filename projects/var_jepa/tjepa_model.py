@@ -25,23 +25,25 @@ import numpy as np
 from flax import nnx
 
 from projects.var_jepa.tjepa_blocks import LN_EPS, PostLNEncoder, dropout
+from shared.config import Fraction, NonNegativeInt, PositiveInt
 from shared.models.feature_tokenizer import FeatureTokenizer
 from shared.models.layers import sinusoidal_positions, split_key
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    hidden_dim: int = 32  # token width H (T-JEPA jannis: 64)
-    num_layers: int = 2  # encoder layers (jannis: 16)
-    num_heads: int = 2
-    ff_dim: int = 64  # encoder feed-forward width (jannis: 64)
-    dropout: float = 0.002  # kept active in every layer during pretraining, as the official code
-    pred_dropout: float | None = None  # the predictor's (official PRED_P_DROPOUT); None: = dropout
-    pred_dim: int = 16  # predictor width
-    pred_layers: int = 2  # (jannis: 16)
-    pred_heads: int = 4
-    pred_ff_dim: int = 256  # the official parser default
-    n_cls_tokens: int = 1  # T-JEPA's [REG] tokens; Var-T-JEPA uses none
+    hidden_dim: PositiveInt = 32  # token width H (T-JEPA jannis: 64)
+    num_layers: PositiveInt = 2  # encoder layers (jannis: 16)
+    num_heads: PositiveInt = 2
+    ff_dim: PositiveInt = 64  # encoder feed-forward width (jannis: 64)
+    dropout: Fraction = 0.002  # kept active in every layer during pretraining, as the official code
+    # the predictor's (official PRED_P_DROPOUT); None: = dropout
+    pred_dropout: Fraction | None = None
+    pred_dim: PositiveInt = 16  # predictor width
+    pred_layers: PositiveInt = 2  # (jannis: 16)
+    pred_heads: PositiveInt = 4
+    pred_ff_dim: PositiveInt = 256  # the official parser default
+    n_cls_tokens: NonNegativeInt = 1  # T-JEPA's [REG] tokens; Var-T-JEPA uses none
 
 
 class TabularTransformer(nnx.Module):

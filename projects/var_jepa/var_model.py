@@ -27,11 +27,12 @@ from flax import nnx
 
 from projects.var_jepa.gaussian import gaussian_nll
 from projects.var_jepa.tjepa_model import Encoder, ModelConfig, Predictor
+from shared.config import NonNegativeFloat
 
 
 @dataclasses.dataclass(frozen=True)
 class VarConfig:
-    beta: float = 1.0  # weight of the JEPA KL term
+    beta: NonNegativeFloat = 1.0  # weight of the JEPA KL term
     reconstruction: bool = True  # the likelihood terms NLL(x_C|z_C) + NLL(x_T|z_T)
     prior_kl: bool = True  # KL(q(z_C) || N(0, I))
     # "shared": target posteriors from the trained encoder (gradients through both sides);

@@ -261,6 +261,21 @@ def make_synthetic(
     )
 
 
+def check_name(name: str) -> None:
+    """Raises ValueError listing the choices unless `load` knows `name` (a config's check)."""
+    from shared.data import tabular_files
+
+    kind, _, rest = name.partition(":")
+    known = name in ("adult", "letter", "magic", "synthetic", *SKLEARN_SETS)
+    known |= kind == "keel" and bool(rest)
+    known |= kind == "csv" and rest in tabular_files.BENCHMARKS
+    if not known:
+        raise ValueError(
+            f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, "
+            f"{', '.join(SKLEARN_SETS)}, synthetic, or csv:<{'|'.join(tabular_files.BENCHMARKS)}>"
+        )
+
+
 def load(name: str, data_dir: str | None = None) -> TabularData:
     """Any tabular set by name. `csv:<name>` reads `<data_dir>/<name>.csv|.parquet`."""
     from shared.data import tabular_files
@@ -275,7 +290,5 @@ def load(name: str, data_dir: str | None = None) -> TabularData:
         return make_synthetic()
     if name.startswith("csv:"):
         return tabular_files.load_benchmark(name.removeprefix("csv:"), data_dir)
-    raise ValueError(
-        f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, "
-        f"{', '.join(SKLEARN_SETS)}, synthetic, or csv:<{'|'.join(tabular_files.BENCHMARKS)}>"
-    )
+    check_name(name)
+    raise AssertionError(name)  # unreachable: check_name knows exactly the names load knows

@@ -6,12 +6,17 @@ study, attn_qat's pretraining and QAT phases): the optimizer is an argument (def
 the shared warm-up + cosine, optional clipping, from `LMTrainConfig`), and so are per-step metrics
 of the gradients (e.g. `global_grad_norm`), the log interval, a mesh to place each batch on, and
 the phase name, which names the checkpoint subdirectory and the `phase` field of metrics.jsonl.
+The validation curve is saved beside the phase's checkpoints, so a resumed run returns the whole
+curve; given `uniform_loss` (ln V, the loss of a model that predicts every token equally), a run
+whose validation loss comes within `DIVERGED_MARGIN` of it stops with `DivergedError` instead of
+reporting a collapsed model's numbers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import pathlib
 from collections.abc import Callable
@@ -23,25 +28,34 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
+from shared.config import (
+    Fraction,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+)
 from shared.data.lm_pipeline import lm_batches
 from shared.distributed import batch_sharded
 from shared.models.llama import next_token_loss
-from shared.train.loop import latest_checkpoint_step, train_loop
+from shared.train.loop import DivergedError, latest_checkpoint_step, train_loop
 from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
+
+DIVERGED_MARGIN = 0.01  # nats: a model this close to uniform has learned nothing
 
 
 @dataclasses.dataclass(frozen=True)
 class LMTrainConfig:
-    steps: int = 300  # optimizer steps
-    batch_size: int = 32  # windows per step
-    lr: float = 3e-3  # peak learning rate
-    warmup_fraction: float = 0.1  # linear warm-up share of the steps
-    final_lr_fraction: float = 0.1  # cosine decays to lr * this
-    weight_decay: float = 0.0  # AdamW decay on matrices (never on 1-D gains)
-    grad_clip: float = 0.0  # global-norm clip of the gradients before AdamW (0: none)
-    seed: int = 0  # data order
-    eval_every: int = 100  # steps between validation losses (0: only at the end)
-    eval_windows: int = 256  # validation windows per intermediate evaluation (all at the end)
+    steps: PositiveInt = 300  # optimizer steps
+    batch_size: PositiveInt = 32  # windows per step
+    lr: PositiveFloat = 3e-3  # peak learning rate
+    warmup_fraction: Fraction = 0.1  # linear warm-up share of the steps
+    final_lr_fraction: Fraction = 0.1  # cosine decays to lr * this
+    weight_decay: NonNegativeFloat = 0.0  # AdamW decay on matrices (never on 1-D gains)
+    grad_clip: NonNegativeFloat = 0.0  # global-norm clip of the gradients before AdamW (0: none)
+    seed: NonNegativeInt = 0  # data order
+    eval_every: NonNegativeInt = 100  # steps between validation losses (0: only at the end)
+    eval_windows: PositiveInt = 256  # validation windows per intermediate evaluation (all at end)
 
 
 def default_optimizer(cfg: LMTrainConfig) -> optax.GradientTransformation:
@@ -98,6 +112,8 @@ def train_lm(
     grad_metrics: Callable[[nnx.State], dict[str, jax.Array]] | None = None,
     log_every: int = 50,
     mesh: Mesh | None = None,
+    uniform_loss: float | None = None,
+    checkpoint_every: int = 0,
 ) -> dict[str, list]:
     """Trains `model` in place on windows [n, L + 1]; returns {"step": [...], "val_loss": [...]}
     (nats per token; empty lists when `val_windows` is None: no evaluation).
@@ -107,6 +123,9 @@ def train_lm(
     workdir/metrics.jsonl under `phase`, and unless `checkpoints=False` the phase checkpoints to
     workdir/checkpoints/<phase> and resumes from there automatically. `mesh`: each batch is
     sharded over its "data" axis inside the step (the model's own sharding is the caller's).
+    `uniform_loss`: a validation loss above `uniform_loss - DIVERGED_MARGIN` raises
+    `DivergedError`. Checkpoints are
+    saved at every evaluation point, at the end and every `checkpoint_every` steps (0: no more).
     """
     tx = tx or default_optimizer(cfg)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
@@ -136,6 +155,12 @@ def train_lm(
         every = cfg.eval_every or cfg.steps
         stops = [min(stop, cfg.steps) for stop in range(every, cfg.steps + every, every)]
     resumed_at = latest_checkpoint_step(ckpt_dir) or 0
+    curve = None if ckpt_dir is None else ckpt_dir.parent / f"{phase}.history.json"
+    if curve is not None and curve.exists() and resumed_at:
+        saved = json.loads(curve.read_text())
+        keep = [i for i, s in enumerate(saved["step"]) if s <= resumed_at]
+        history = {k: [saved[k][i] for i in keep] for k in history}
+    announce = True  # the first segment may resume an earlier run; later ones continue this one
     for stop in stops:
         if stop < min(resumed_at, cfg.steps):
             continue  # already trained past this evaluation point in an earlier run
@@ -145,11 +170,15 @@ def train_lm(
             batches=batches,
             num_steps=stop,
             checkpoint_dir=ckpt_dir,
+            checkpoint_every=checkpoint_every,
             metrics_path=None if workdir is None else workdir / "metrics.jsonl",
             name=phase,
             items_per_step=cfg.batch_size * (train_windows.shape[1] - 1),
             log_every=log_every,
+            announce=announce,
+            total_steps=cfg.steps,
         )
+        announce = False
         nnx.update((model, optimizer), state)
         if val_windows is None:
             continue
@@ -157,6 +186,17 @@ def train_lm(
         loss = evaluate_lm(model, val_windows if final else probe, cfg.batch_size)
         if not math.isfinite(loss):
             raise FloatingPointError(f"{phase}: validation loss is {loss} at step {stop}")
+        if uniform_loss is not None and loss > uniform_loss - DIVERGED_MARGIN:
+            raise DivergedError(
+                f"{phase}: validation loss {loss:.4f} at step {stop} is within "
+                f"{DIVERGED_MARGIN} nats of the uniform model's {uniform_loss:.4f}: the run "
+                "diverged; lower the learning rate and start again with --force-new or a fresh "
+                "--workdir"
+            )
+        if history["step"] and history["step"][-1] == stop:  # evaluated before a kill
+            history["step"].pop(), history["val_loss"].pop()
         history["step"].append(stop)
         history["val_loss"].append(loss)
+        if curve is not None:
+            curve.write_text(json.dumps(history))
     return history

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 import jax
 import jax.numpy as jnp
@@ -15,21 +16,22 @@ import numpy as np
 import optax
 from flax import nnx
 
+from shared.config import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from shared.models.mlp import MLP
 
 
 @dataclasses.dataclass(frozen=True)
 class HeadConfig:
-    hidden: tuple[int, ...] = ()  # () = linear model
-    lr: float = 1e-3
-    weight_decay: float = 2e-5
-    dropout: float = 0.0
-    batch_size: int = 256
-    max_rounds: int = 100
-    patience: int = 10  # validation rounds without improvement before stopping
+    hidden: tuple[PositiveInt, ...] = ()  # () = linear model
+    lr: PositiveFloat = 1e-3
+    weight_decay: NonNegativeFloat = 2e-5
+    dropout: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.0
+    batch_size: PositiveInt = 256
+    max_rounds: PositiveInt = 100
+    patience: PositiveInt = 10  # validation rounds without improvement before stopping
     # A validation round is one epoch, or more passes when an epoch has fewer steps than this: a
     # 400-row split is one batch, and 100 single-step rounds leave even a linear head unfit.
-    min_steps_per_round: int = 50
+    min_steps_per_round: PositiveInt = 50
 
 
 def fit_head(

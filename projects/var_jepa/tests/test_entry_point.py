@@ -1,5 +1,5 @@
 """Through the real entry point (`launch/run.py`) in subprocesses: smoke run, kill-and-resume,
-SIGTERM, NaN and bad-data handling."""
+SIGTERM and NaN handling (bad configs and data: tests/test_bad_invocations.py)."""
 
 import json
 import pathlib
@@ -117,34 +117,7 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
 
 def test_nan_loss_stops_with_the_step(tmp_path):
     code, out = finish(
-        launch("--set", "pretrain.lr=inf", "--set", "methods=('tjepa',)", workdir=tmp_path)
+        launch("--set", "pretrain.lr=1e30", "--set", "methods=('tjepa',)", workdir=tmp_path)
     )
-    assert code != 0
-    assert "NonFiniteLossError" in out and "at step" in out
-
-
-def test_missing_data_directory_fails_clearly(tmp_path):
-    code, out = finish(
-        launch(
-            "--set",
-            "data.name='csv:jannis'",
-            "--set",
-            f"data.data_dir='{tmp_path / 'nowhere'}'",
-            workdir=tmp_path,
-        )
-    )
-    assert code != 0 and "no jannis.csv or jannis.parquet" in out
-
-
-def test_bad_config_and_project_fail_with_the_choices(tmp_path):
-    code, out = finish(launch("--set", "model.hidden=3", workdir=tmp_path))
-    assert code == 2 and "unknown config key 'model.hidden'" in out and "hidden_dim" in out
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "launch" / "run.py"), "projects/nope"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode != 0 and "projects/var_jepa" in out.stderr
-    out = subprocess.run([*RUN[:3], "--config", "huge"], cwd=ROOT, capture_output=True, text=True)
-    assert "smoke, cpu, paper" in out.stderr
+    assert code == 1
+    assert "error: tjepa: loss is nan at step" in out and "Traceback" not in out
