@@ -1,6 +1,7 @@
 """One SCALE update against AdamW on the LLaMA-130M parameter set, baselines in the same run.
 
     python launch/benchmark_scale_update.py [--rounds 3] [--steps 5] [--dtypes float32 bfloat16]
+    python launch/benchmark_scale_update.py --official DIR   # + the official PyTorch SCALE step
 
 Every optimizer updates the same random parameters with the same random gradients: a jitted
 `update + apply_updates` with parameters and state donated (JAX), or an in-place step under
@@ -11,14 +12,19 @@ machine's CPU time that other processes used. Reported: the median over clean ca
 the same run. Goals (issue 17): SCALE <= 0.6x optax AdamW (it moves about half AdamW's bytes),
 and faster than the PyTorch SCALE step.
 
-The PyTorch SCALE step is our own transcription of the official optimizer's math (column RMS
-over the fan-in axes for the main matrices, an EMA for the lm_head, Adam with eps before the bias
-correction for the gains), written for this benchmark; no official code is run here.
+"SCALE (torch)" is our own transcription of the official optimizer's math (column RMS over the
+fan-in axes for the main matrices, an EMA for the lm_head, Adam with eps before the bias correction
+for the gains). With `--official DIR` (a local checkout of OptimAI-Lab/Minimalist_LLM_Pretraining;
+nothing of it ships here) the official optimizer itself also runs: its `SCALE` class is loaded
+from DIR/mem_eff_pt/pt_scale/scale_optimizer.py by path, and the parameters are grouped as its
+mem_eff_pt/utils/train_utils.py groups a LLaMA (attention, MLP and embedding matrices main, the
+lm_head secondary with momentum, 1-D gains on Adam), in PyTorch's [out, in] layout.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import pathlib
 import statistics
@@ -72,7 +78,7 @@ def jax_step(tx: optax.GradientTransformation, params, grads):
     return run
 
 
-def torch_steps(params, grads, dtype: str) -> dict:
+def torch_steps(params, grads, dtype: str, official: pathlib.Path | None = None) -> dict:
     """PyTorch baselines on the same values: SCALE (our transcription) and torch AdamW."""
     try:
         import torch
@@ -99,7 +105,49 @@ def torch_steps(params, grads, dtype: str) -> dict:
         steps[name] = opt.step
     steps["SCALE (torch)"] = _torch_scale_step(torch, named, tgrads)
     steps["SCALE (torch)"]()
+    if official is not None:
+        steps["SCALE (official torch)"] = _official_scale_step(official, torch, named, tgrads)
     return steps
+
+
+def _torch_layout(name: str, x):
+    """A Flax matrix in the layout of the PyTorch module it stands for: an embedding table stays
+    [vocab, d]; a kernel becomes [out, in] (fan-in axes flattened last)."""
+    if x.ndim < 2 or "embed_tokens" in name:
+        return x.clone()
+    axes = fan_in_axes(name, x)
+    rest = [a for a in range(x.ndim) if a not in axes]
+    fan_in = math.prod(x.shape[a] for a in axes)
+    return x.permute(*rest, *axes).reshape(-1, fan_in).contiguous()
+
+
+def _official_scale_step(checkout: pathlib.Path, torch, named, grads):
+    """One step of the official SCALE optimizer on the same values (see the module docstring)."""
+    path = checkout / "mem_eff_pt" / "pt_scale" / "scale_optimizer.py"
+    if not path.exists():
+        raise SystemExit(f"--official {checkout}: no {path.relative_to(checkout)} there")
+    spec = importlib.util.spec_from_file_location("official_scale_optimizer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    groups: dict[str, list] = {"main": [], "last": [], "oned": []}
+    id_to_name = {}
+    for (name, x), g in zip(named, grads, strict=True):
+        p = torch.nn.Parameter(_torch_layout(name, x))
+        p.grad = _torch_layout(name, g)
+        groups[scale_label(name, x.ndim)].append(p)
+        id_to_name[id(p)] = name
+    opt = module.SCALE(
+        lr=1e-3,
+        wd=0.0,
+        main_params=groups["main"],
+        secondary_params=groups["last"],
+        oned_params=groups["oned"],
+        id_to_name=id_to_name,
+        momentum=0.9,
+        adam_lr=1e-3,
+    )
+    opt.step()  # allocate the state
+    return opt.step
 
 
 def _torch_scale_step(torch, named, grads, lr=1e-3, beta=0.9, eps=1e-8, b1=0.9, b2=0.999):
@@ -158,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5, help="timed calls per implementation per round")
     ap.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
+    ap.add_argument(
+        "--official", type=pathlib.Path, help="checkout of OptimAI-Lab/Minimalist_LLM_Pretraining"
+    )
     args = ap.parse_args(argv)
     print(f"device: {jax.devices()[0].device_kind} x{jax.device_count()} ({jax.default_backend()})")
     rows = []
@@ -170,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         txs = {"SCALE": scale(1e-3, 20_000), "AdamW (optax)": optax.adamw(1e-3, weight_decay=0.0)}
         steps = {name: jax_step(tx, params, grads) for name, tx in txs.items()}
         state_bytes = {name: optimizer_memory(tx, params).state_bytes for name, tx in txs.items()}
-        steps.update(torch_steps(params, grads, dtype))
+        steps.update(torch_steps(params, grads, dtype, args.official))
         times = measure(steps, args.rounds, args.steps)
         base = clean_median(times["AdamW (optax)"])[0]
         for name, samples in times.items():
