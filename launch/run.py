@@ -29,6 +29,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # without the install too
 
 from shared import executor  # noqa: E402
+from shared.config import ConfigError  # noqa: E402
 
 
 def format_results(metrics: dict[str, float]) -> str:
@@ -106,7 +107,6 @@ class UsageError(Exception):
 def known_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message says what went wrong and how to fix it: printed without a
     traceback."""
-    from shared.config import ConfigError
     from shared.data.resolver import MissingDataError
     from shared.train import DivergedError, NonFiniteLossError
     from shared.train.checkpoint import CheckpointError
@@ -169,8 +169,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"error: {e}", file=sys.stderr)
-        from shared.config import ConfigError
-
         return 2 if isinstance(e, ConfigError | UsageError) else 1
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from shared import provenance, results
 from shared.config import apply_overrides, dumps
 from shared.train.checkpoint import latest_checkpoint_step
+from shared.train.preemption import Preempted
 
 ROOT = provenance.REPO_ROOT
 TABLE_RUNS = ROOT / "runs" / "tables"
@@ -148,12 +149,11 @@ def execute(
         attempts=attempts,
     )
     t0 = time.perf_counter()
-    status = "error: interrupted"
     try:
         metrics = exp.run(cfg, workdir)
         status = "finished"
     except BaseException as e:  # recorded, then passed on unchanged
-        status = "preempted" if type(e).__name__ == "Preempted" else f"error: {type(e).__name__}"
+        status = "preempted" if isinstance(e, Preempted) else f"error: {type(e).__name__}"
         raise
     finally:  # preempted runs too: a resumed run's wall time adds up over its attempts
         wall = time.perf_counter() - t0 + (info.get("wall_s", 0.0) if resumes else 0.0)

@@ -68,13 +68,13 @@ class Checkpointer:
             try:
                 meta = self._read_meta(candidate)
             except Exception as e:  # noqa: BLE001 (any read failure means "unreadable")
-                self._discard(candidate, e, step is None)
+                self._unreadable(candidate, e, step is None)
                 continue
             _check_compatible(meta, template, self.directory / str(candidate))
             try:
                 return candidate, *self._read(candidate, template), meta
             except Exception as e:  # noqa: BLE001
-                self._discard(candidate, e, step is None)
+                self._unreadable(candidate, e, step is None)
         raise CheckpointError(
             f"no readable checkpoint in {self.directory} (tried steps {steps}); delete that "
             "directory to start the phase over, or rerun with --force-new"
@@ -97,9 +97,11 @@ class Checkpointer:
         leaves = [saved.get(f"{i:05d}", x) for i, x in enumerate(jax.tree.leaves(template))]
         return jax.tree.unflatten(jax.tree.structure(template), leaves), out["data"]
 
-    def _discard(self, step: int, error: Exception, fall_back: bool) -> None:
+    def _unreadable(self, step: int, error: Exception, fall_back: bool) -> None:
+        """Deletes checkpoint `step` with a warning (`fall_back`), else raises CheckpointError."""
         where = self.directory / str(step)
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+        first_line = (str(error).splitlines() or [""])[0][:200]
+        reason = f"{type(error).__name__}: {first_line}"
         if not fall_back:
             raise CheckpointError(f"checkpoint {where} is unreadable ({reason})") from error
         print(

@@ -124,8 +124,8 @@ def train_lm(
     workdir/checkpoints/<phase> and resumes from there automatically. `mesh`: each batch is
     sharded over its "data" axis inside the step (the model's own sharding is the caller's).
     `uniform_loss`: a validation loss above `uniform_loss - DIVERGED_MARGIN` raises
-    `DivergedError`. Checkpoints are
-    saved at every evaluation point, at the end and every `checkpoint_every` steps (0: no more).
+    `DivergedError`. Checkpoints are saved at every evaluation point, at the end and every
+    `checkpoint_every` steps (0: no more).
     """
     tx = tx or default_optimizer(cfg)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
@@ -158,7 +158,8 @@ def train_lm(
     curve = None if ckpt_dir is None else ckpt_dir.parent / f"{phase}.history.json"
     if curve is not None and curve.exists() and resumed_at:
         saved = json.loads(curve.read_text())
-        keep = [i for i, s in enumerate(saved["step"]) if s <= resumed_at]
+        # points before the resume step; the one at it (if any) is evaluated again below
+        keep = [i for i, s in enumerate(saved["step"]) if s < resumed_at]
         history = {k: [saved[k][i] for i in keep] for k in history}
     announce = True  # the first segment may resume an earlier run; later ones continue this one
     for stop in stops:
@@ -193,8 +194,6 @@ def train_lm(
                 "diverged; lower the learning rate and start again with --force-new or a fresh "
                 "--workdir"
             )
-        if history["step"] and history["step"][-1] == stop:  # evaluated before a kill
-            history["step"].pop(), history["val_loss"].pop()
         history["step"].append(stop)
         history["val_loss"].append(loss)
         if curve is not None:
