@@ -110,10 +110,14 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
 
 
 def format_cell(values: Sequence[float], digits: int = 3) -> str:
+    """mean ± std over seeds; one value where every seed gave exactly the same number (bytes,
+    a swept learning rate, a deterministic count), where a ± 0 would only be noise on the page."""
     if not values:
         return "–"
     m, s = mean_std(values)
-    return f"{m:.{digits}f} ± {s:.{digits}f}" if len(values) > 1 else f"{m:.{digits}f}"
+    if len(values) == 1 or len(set(values)) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
 
 
 def render_table(

@@ -30,6 +30,9 @@ class Column:
     metric: str  # metric name after the prefix, e.g. "acc"
     overrides: tuple[tuple[str, Any], ...] = ()
     higher_is_better: bool = True
+    # False for quantities measured on a shared machine (throughput, wall time): shown, but
+    # given no better/worse verdict, since load from other processes can decide the sign
+    verdict: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +110,8 @@ def compare_rows(
     seed standard deviations, where it loses by that much, and where they are within it."""
     verdict: dict[str, list[str]] = {"better": [], "worse": [], "within one std": []}
     for c in columns:
+        if not c.verdict:
+            continue
         va, vb = cells.get((a, c.label), []), cells.get((b, c.label), [])
         if len(va) < 2 or len(vb) < 2:
             continue

@@ -97,8 +97,8 @@ TABLES = {
             Section(
                 "Execution time",
                 (
-                    Column("seconds", "seconds", higher_is_better=False),
-                    Column("speed-up (sequential s / PASO s)", "wall_speedup"),
+                    Column("seconds", "seconds", higher_is_better=False, verdict=False),
+                    Column("speed-up (sequential s / PASO s)", "wall_speedup", verdict=False),
                 ),
                 digits=3,
             ),

@@ -42,7 +42,7 @@ MAIN = Table(
                 Column("model+state MB", "total_mb", higher_is_better=False),
                 Column("total / AdamW", "total_vs_adamw", higher_is_better=False),
                 Column("state / AdamW", "state_vs_adamw", higher_is_better=False),
-                Column("tokens/s", "tokens_per_s"),
+                Column("tokens/s", "tokens_per_s", verdict=False),
                 Column("peak LR (swept)", "lr"),
             ),
             digits=4,
