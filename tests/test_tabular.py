@@ -98,3 +98,40 @@ def test_packaged_sets_load():
     letter = tabular.load("letter")
     assert letter.x_num.shape == (20000, 16) and letter.num_classes == 26
     assert tabular.load("magic").x_num.shape == (19020, 10)
+
+
+# R's write.csv of ggplot2::diamonds: a row-name column first, strings quoted.
+DIAMONDS_CSV = (
+    '"","carat","cut","color","clarity","depth","table","price","x","y","z"\n'
+    '"1",0.23,"Ideal","E","SI2",61.5,55,326,3.95,3.98,2.43\n'
+    '"2",0.21,"Premium","E","SI1",59.8,61,326,3.89,3.84,2.31\n'
+    '"3",0.23,"Good","J","VS1",56.9,65,327,4.05,4.07,2.31\n'
+    '"4",1.5,"Very Good","E","SI2",62.4,58,9000,7.2,7.23,4.5\n'
+)
+
+
+def test_diamonds_parser():
+    d = tabular.parse_diamonds(DIAMONDS_CSV)
+    assert d.task == "regression" and d.x_num.shape == (4, 6) and d.x_cat.shape == (4, 3)
+    assert d.feature_names == ("carat", "depth", "table", "x", "y", "z", "cut", "color", "clarity")
+    np.testing.assert_allclose(d.x_num[3], [1.5, 62.4, 58, 7.2, 7.23, 4.5], rtol=1e-6)
+    np.testing.assert_allclose(d.y, np.log([326, 326, 327, 9000]), rtol=1e-6)  # log price
+    assert d.cat_cardinalities == (4, 2, 3)  # levels seen: cut 4, color 2, clarity 3
+    # codes are the sorted level names: Good < Ideal < Premium < Very Good
+    assert list(d.x_cat[:, 0]) == [1, 2, 0, 3] and list(d.x_cat[:, 1]) == [0, 0, 1, 0]
+    with pytest.raises(ValueError, match=r"lacks the columns \['price'\]"):
+        tabular.parse_diamonds(DIAMONDS_CSV.replace('"price"', '"cost"'))
+    with pytest.raises(ValueError, match="row 3 has 10 fields"):
+        tabular.parse_diamonds(DIAMONDS_CSV.replace(',"SI1"', ""))
+    with pytest.raises(ValueError, match="non-positive price"):
+        tabular.parse_diamonds(DIAMONDS_CSV.replace(",326,", ",0,", 1))
+
+
+def test_packaged_diamonds_loads_without_touching_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # importing pydataset would unpack under $HOME
+    d = tabular.load("diamonds")
+    assert d.x_num.shape == (53940, 6) and d.cat_cardinalities == (5, 7, 8)
+    assert 5.7 < d.y.min() < d.y.max() < 9.9  # log of $326 .. $18,823
+    assert list(tmp_path.iterdir()) == []
+    s = tabular.split(d, seed=0)
+    assert (len(s.train), len(s.val), len(s.test)) == (37758, 5394, 10788)

@@ -44,6 +44,9 @@ def heads_on_features(
         )
         for k, v in task_metrics(splits, predict, feats["test"]).items():
             metrics[f"{prefix}_{name}/{k}"] = v
+            # the same number under the method's own prefix, beside its collapse statistics,
+            # so that one table row can show a method's probes and diagnostics (ablation)
+            metrics[f"{prefix}/{name}_{k}"] = v
     return metrics
 
 

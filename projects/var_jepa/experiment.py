@@ -33,8 +33,8 @@ Method = Literal["raw", "tjepa", "var_tjepa"]
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    # adult | letter | magic | keel:<set> | breast_cancer | wine | digits | diabetes | synthetic
-    # | csv:<adult|helena|jannis|aloi|california|higgs> (read from data_dir)
+    # adult | letter | magic | keel:<set> | diamonds | breast_cancer | wine | digits | diabetes
+    # | synthetic | csv:<adult|helena|jannis|aloi|california|higgs> (read from data_dir)
     name: str = "adult"
     data_dir: str = ""  # directory of <name>.csv / .parquet for csv:<name>
     max_pretrain_rows: NonNegativeInt = 0  # 0: pretrain on the whole training split

