@@ -103,8 +103,9 @@ DIAGNOSTICS = Table(
     ),
 )
 
-# The spec's ablations on the synthetic table, at half the `cpu` pretraining (200 steps) so that
-# its 24 runs take about 15 minutes on 2 free cores; each run trains one method.
+# The spec's ablations on the synthetic table: 24 runs, each training one method, at half the
+# `cpu` pretraining (200 steps). Sized from the diagnostics table's runs (about 90 s for one
+# method at 400 steps, measured on a shared machine): roughly 15-25 minutes on 2 free cores.
 _ABL = (("data.name", "synthetic"), ("pretrain.steps", 200), ("pretrain.warmup_steps", 20))
 _T, _V = (("methods", ("tjepa",)),), (("methods", ("var_tjepa",)),)
 ABLATION = Table(
