@@ -215,17 +215,21 @@ CLAIMS = (
         "partly",
         "diagnostics: Var-T-JEPA's embeddings are partially collapsed (dim variance 0.0054 vs "
         "0.0157, effective rank 61.2886 vs 81.2132 for T-JEPA); main: its linear probe beats "
-        "the raw linear model only on magic",
+        "the raw linear model only on magic; ablation: without the prior KL the embeddings "
+        "collapse (dim variance 0.0000, MLP 0.283 = the test split's majority share), and an "
+        "EMA target encoder raises the MLP to 0.869 ± 0.006 from 0.835 ± 0.010",
     ),
     Claim(
         "Without its heuristics ([REG] tokens) deterministic T-JEPA collapses.",
         "does not hold",
         "diagnostics: T-JEPA with 0 [REG] tokens has the same variance and effective rank as "
-        "with 1 (0.0160 vs 0.0157, 82.4277 vs 81.2132)",
+        "with 1 (0.0160 vs 0.0157, 82.4277 vs 81.2132); ablation: within one std again "
+        "(0.0259 vs 0.0246, 84.4714 vs 82.7318)",
     ),
     Claim(
         "The variational model gives latent uncertainty: larger posterior σ on noisy features.",
         "does not hold",
-        "diagnostics: σ ratio noise / clean columns 0.9915 ± 0.0052",
+        "diagnostics: σ ratio noise / clean columns 0.9915 ± 0.0052; ablation: 0.9932 to "
+        "1.0030 on every Var-T-JEPA row",
     ),
 )
