@@ -123,10 +123,10 @@ CONFIGS: dict[str, Config] = {
     "cpu": Config(),
     # The spec's CPU plan, sized to 90 min on 2 cores: ~0.86M parameters (dim 128, 4 layers,
     # SwiGLU 344, untied head), 3,000 steps of 8 x 128 tokens (the spec's batch 32 would take
-    # ~4x longer). Each LR from a sweep at 500 steps that may walk two points past an edge.
+    # ~4x longer). Each LR from a sweep at 300 steps (10%) that may walk two points past an edge.
     "long": Config(
         steps=3000,
-        sweep_steps=500,
+        sweep_steps=300,
         sweep_extensions=2,
         batch_size=8,
         seq_len=128,

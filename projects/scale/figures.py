@@ -46,7 +46,7 @@ def write_sweep_table(table, curves: dict[str, list[dict]], path: pathlib.Path) 
         "",
         "The grid is 3 log-spaced values (x3.16); while the best sits at an edge, one more value "
         "past it is tried (once for `cpu`, up to twice for `long`). The sweep uses one seed and "
-        "fewer steps than the reported runs (half for `cpu`, a sixth for `long`).",
+        "fewer steps than the reported runs (half for `cpu`, a tenth for `long`).",
     ]  # the footer is the table's (shared.table_writer stamps it)
     path.write_text("\n".join(lines) + "\n")
 

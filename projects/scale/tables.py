@@ -93,7 +93,7 @@ MAIN_LONG = Table(
         "training tokens (the spec's batch of 32 would need ~4x the time), warm-up 10% then "
         "cosine to 0.1x; perplexity on 512 held-out windows (65.5k tokens). Each optimizer's "
         "peak LR is the best of a 3-point log grid, walked up to two points past an edge, after "
-        "500 steps with seed 0 (main_long_sweep.md): a shorter horizon than the reported run, "
+        "300 steps with seed 0 (main_long_sweep.md): a shorter horizon than the reported run, "
         "whose optimum can sit somewhat lower. One seed, so differences smaller than main.md's "
         "seed spread (a few percent of perplexity) are not evidence. tokens/s is measured on a "
         "shared 2-core CPU and gets no verdict.",
