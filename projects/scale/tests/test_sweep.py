@@ -44,3 +44,11 @@ def test_sweep_extends_past_an_edge_and_caches(tmp_path, monkeypatch):
         base, None, "scale", tmp_path / "b"
     )
     assert len(calls) == m
+
+
+def test_grid_scale_moves_the_default_grid_not_an_explicit_one():
+    cfg = dataclasses.replace(experiment.CONFIGS["cpu"], optimizer="adamw", grid_scale=0.1)
+    assert cfg.grid() == tuple(0.1 * x for x in experiment.DEFAULT_GRIDS["adamw"])
+    assert dataclasses.replace(cfg, sweep_lrs=(0.5,)).grid() == (0.5,)
+    long = experiment.CONFIGS["long"]
+    assert min(long.grid()) < min(experiment.CONFIGS["cpu"].grid())
