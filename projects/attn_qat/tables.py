@@ -1,5 +1,7 @@
 """The tables this project reproduces (`python launch/reproduce.py projects/attn_qat`)."""
 
+import dataclasses
+
 from projects.attn_qat.figures import after_table
 from shared.tables import Claim, Column, Row, Section, Table
 
@@ -100,9 +102,23 @@ ABLATION = Table(
     ),
 )
 
-TABLES = {"llm": LLM, "ablation": ABLATION}
+LLM_LONG = dataclasses.replace(
+    LLM,
+    name="llm_long",
+    title="SmolLM2-135M with FP4 attention: held-out Wikipedia after 100 steps of continued "
+    "training",
+    config="long",
+    notes=(
+        "As llm.md with 25x the training tokens: 100 steps x 2 windows x 128 tokens (25.6k "
+        "tokens per variant) at peak LR 5e-5 with 10 warm-up steps and a cosine decay, and "
+        "4,096 held-out tokens (llm.md: 1,024). Two seeds of the data order. The FP4 penalty "
+        "per row is in llm_long_fp4_gap.md.",
+    ),
+)
+
+TABLES = {"llm": LLM, "ablation": ABLATION, "llm_long": LLM_LONG}
 # Figures written after a table (launch/reproduce.py): the paper's stability plot.
-FIGURES = {"llm": after_table, "ablation": after_table}
+FIGURES = {"llm": after_table, "ablation": after_table, "llm_long": after_table}
 
 # The paper's claims and what the tables above show at this scale (gathered into RESULTS.md).
 CLAIMS = (
