@@ -136,7 +136,7 @@ def render(table: Table, workdirs: dict) -> tuple[str, dict]:
     n_tune, n_eval = config["num_tune_seeds"], config["num_eval_seeds"]
     seeds = (
         f"Sampling seeds 0..{n_tune - 1} tune, {n_tune}..{n_tune + n_eval - 1} report "
-        f"(n={n_eval}); T in {config['horizons']}; the full config is in main.json."
+        f"(n={n_eval}); T in {config['horizons']}; the full config is in {table.name}.json."
     )
     return "\n".join([NOTES, "", seeds, "", body]), data | {"notes": NOTES, "config": config}
 
