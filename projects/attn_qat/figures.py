@@ -99,14 +99,16 @@ def after_table(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Pa
     return grad_norm_figure(table, workdirs, out_dir) + fp4_gap_summary(table, workdirs, out_dir)
 
 
-# Modes in the gradient-fidelity figure. fp4_ptq is left out: its gradient is drop-in QAT's by
-# definition (kernels_pallas.fp4_attention), so its line would hide under drop-in QAT's.
+# Modes in the gradient-fidelity figure: (label, line style). fp4_ptq is left out: its gradient
+# is drop-in QAT's by definition (kernels_pallas.fp4_attention). Attn-QAT shares dQ, dK with
+# "only D from O'" and dV with "only fq(P) in dV" (each fix touches one path), so it is drawn
+# wide and faint underneath, the ablations dashed on top.
 FIDELITY_MODES = {
-    "bf16": "bf16 (quantization off)",
-    "drop_in_qat": "drop-in QAT (= FP4 PTQ's gradient)",
-    "attn_qat": "Attn-QAT",
-    "only_o_prime": "only D from O'",
-    "only_quantized_p": "only fq(P) in dV",
+    "bf16": ("bf16 (quantization off)", {"lw": 1.4}),
+    "drop_in_qat": ("drop-in QAT (= FP4 PTQ's gradient)", {"lw": 1.4}),
+    "attn_qat": ("Attn-QAT", {"lw": 4.0, "alpha": 0.45}),
+    "only_o_prime": ("only D from O'", {"lw": 1.2, "ls": "--"}),
+    "only_quantized_p": ("only fq(P) in dV", {"lw": 1.2, "ls": "--"}),
 }
 
 
@@ -131,7 +133,7 @@ def fidelity_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathli
     for row, dist in enumerate(dists):
         for col, tensor in enumerate(TENSORS):
             ax = axes[row][col]
-            for i, (mode, label) in enumerate(FIDELITY_MODES.items()):
+            for i, (mode, (label, style)) in enumerate(FIDELITY_MODES.items()):
                 err = np.array(
                     [[1.0 - r.get(metric_key(mode, dist, tensor, n), np.nan) for n in lengths]
                      for r in runs]
@@ -141,8 +143,9 @@ def fidelity_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathli
                 mean = np.nanmean(err, axis=0)
                 bars = [mean - np.nanmin(err, axis=0), np.nanmax(err, axis=0) - mean]
                 ax.errorbar(lengths, mean, yerr=bars, color=f"C{i}", marker="o", ms=3,
-                            lw=1.4, capsize=2, label=label)  # fmt: skip
+                            capsize=2, label=label, **style)  # fmt: skip
             ax.set_xscale("log", base=2)
+            ax.set_xticks(lengths, [str(n) for n in lengths])
             ax.set_yscale("log")
             ax.set_title(f"d{tensor[1:].upper()}, {dist} inputs", fontsize=9)
             ax.set_xlabel("sequence length" if row == len(dists) - 1 else "")

@@ -27,7 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernels_pallas.fp4_attention import MODES, fp4_attention
+from kernels_pallas.fp4.reference import nvfp4_last_axis
+from kernels_pallas.fp4_attention import MODE_FLAGS, MODES, BlockSizes, fp4_attention
+from kernels_pallas.fp4_attention.reference import backward, forward
 from shared.config import NonNegativeInt, PositiveFloat, PositiveInt
 from shared.train import preemption
 
@@ -123,8 +125,24 @@ def mode_grads(q, k, v, do, mode: str) -> tuple[jax.Array, jax.Array, jax.Array]
 _mode_grads = jax.jit(mode_grads, static_argnames="mode")
 
 
+@jax.jit
+def p_mass_kept(q, k, v, do) -> jax.Array:
+    """sum fq(P) / sum P for the P that Attn-QAT's backward recomputes and quantizes for dV.
+
+    Why dV's cosine can fall with length: the normalized P = exp(S - L) of a causal row over n
+    keys is about 1/n, and a 16-key block whose largest P is below 6 * 2^-10 gets an E4M3 scale
+    that rounds to zero (smallest subnormal 2^-9), so the block is flushed.
+    """
+    bs = BlockSizes()
+    fwd = forward(q, k, v, mode="attn_qat", causal=True, block_sizes=bs)
+    p = backward(fwd, do, mode="attn_qat", causal=True, block_sizes=bs).p
+    p = jnp.pad(p, ((0, 0),) * 3 + ((0, -p.shape[-1] % bs.quant_group),))  # zeros: amax unchanged
+    return nvfp4_last_axis(p, bs.quant_group).sum() / p.sum()
+
+
 def measure(cfg: FidelityConfig, seed: int) -> dict[str, float]:
-    """Every (mode, distribution, tensor, length) cosine of one seed; keys from `metric_key`."""
+    """Every (mode, distribution, tensor, length) cosine of one seed (keys from `metric_key`),
+    and '<mode>/<distribution>_p_mass_kept_L<length>' for the modes whose dV uses fq(P)."""
     out: dict[str, float] = {}
     root = jax.random.key(seed)
     for d, distribution in enumerate(cfg.distributions):
@@ -140,4 +158,9 @@ def measure(cfg: FidelityConfig, seed: int) -> dict[str, float]:
                     out[metric_key(mode, distribution, name, length)] = cosine(
                         np.asarray(g.astype(jnp.float32)), r
                     )
+            # The modes whose dV uses fq(P) (they share P): how much of P's mass survives.
+            fq_p_modes = [m for m in cfg.modes if MODE_FLAGS[m].dv_from_quantized_p]
+            if fq_p_modes:
+                kept = float(p_mass_kept(q, k, v, do))
+                out |= {f"{m}/{distribution}_p_mass_kept_L{length}": kept for m in fq_p_modes}
     return out

@@ -171,6 +171,15 @@ GRAD_FIDELITY = Table(
         )
         for d in _FIDELITY.distributions
         for t in TENSORS
+    )
+    + tuple(
+        Section(
+            f"Share of the recomputed P's mass that fq(P) keeps in dV, {d} inputs (the modes "
+            "that quantize P there; the rest is rounded away)",
+            tuple(Column(f"L = {n}", f"{d}_p_mass_kept_L{n}") for n in _FIDELITY.lengths),
+            digits=4,
+        )
+        for d in _FIDELITY.distributions
     ),
     compare=(
         ("Attn-QAT", "drop-in QAT"),

@@ -78,7 +78,12 @@ def test_modes_measured_through_the_experiment_entry(tmp_path):
         ],
     )
     metrics = experiment.run(cfg, tmp_path)
-    assert len(metrics) == 4 * 2 * 3 and all(-1 <= v <= 1 for v in metrics.values())
+    cosines = {k: v for k, v in metrics.items() if "_cos_" in k}
+    assert len(cosines) == 4 * 2 * 3 and all(-1 <= v <= 1 for v in cosines.values())
+    # Only Attn-QAT (of these modes) quantizes P for dV; at 64 keys fq(P) keeps most of its mass.
+    kept = {k: v for k, v in metrics.items() if "_p_mass_kept_" in k}
+    assert set(kept) == {f"attn_qat/{d}_p_mass_kept_L64" for d in ("gaussian", "k_outliers")}
+    assert all(0.9 < v < 1.1 for v in kept.values()), kept
     for dist in ("gaussian", "k_outliers"):
         for t in ("dq", "dk", "dv"):
             bf16, ptq = (metrics[metric_key(m, dist, t, 64)] for m in ("bf16", "fp4_ptq"))
