@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from flax import nnx
 from tqdm.auto import tqdm
 
+from projects.attn_qat import grad_fidelity
 from projects.attn_qat import model as models
 from projects.attn_qat.data import load_windows
 from projects.attn_qat.evaluate import evaluate
@@ -79,6 +80,11 @@ class Config:
     checkpoints: bool = True  # orbax checkpoints per phase (resume after a kill)
     mesh_shape: tuple[PositiveInt, ...] = ()  # (data, model) device mesh; () = one device
     sharding: str = "fsdp"  # shared.models.llama_sharding mode over the mesh
+    # qat: the training protocol above; grad_fidelity: no model, only the cosine of each
+    # attention mode's dQ/dK/dV against float64 attention (grad_fidelity.py, `fidelity`)
+    measure: Literal["qat", "grad_fidelity"] = "qat"
+    # grad_fidelity: sequence lengths, shapes, input distributions, modes
+    fidelity: grad_fidelity.FidelityConfig = grad_fidelity.FidelityConfig()
 
     def validate(self) -> None:
         m, d = self.model, self.data
@@ -156,6 +162,10 @@ CONFIGS: dict[str, Config] = {
         sharding="fsdp+tensor",
     ),  # fmt: skip
 }
+# `python launch/run.py projects/attn_qat --config grad_fidelity` (table `grad_fidelity`): the
+# dQ/dK/dV cosine of every attention mode against float64 attention, L = 128 ... 2048, head_dim
+# 128, bf16 inputs; no model or data (the model, data and phase fields above are unused).
+CONFIGS["grad_fidelity"] = Config(measure="grad_fidelity", checkpoints=False)
 
 
 def build_start(cfg: Config, vocab_size: int, workdir: pathlib.Path, mesh) -> tuple[Llama, dict]:
@@ -216,7 +226,10 @@ def _eval_both(model, windows, cfg: Config, prefix: str) -> dict[str, float]:
 
 
 def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
-    """Start model -> evaluation -> one continued training per variant -> evaluation."""
+    """Start model -> evaluation -> one continued training per variant -> evaluation (or, with
+    measure='grad_fidelity', the gradient cosines of grad_fidelity.py)."""
+    if cfg.measure == "grad_fidelity":
+        return grad_fidelity.measure(cfg.fidelity, cfg.seed)
     mesh = None
     if cfg.mesh_shape:
         if jax.device_count() != cfg.mesh_shape[0] * cfg.mesh_shape[1]:
