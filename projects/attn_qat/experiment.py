@@ -133,7 +133,7 @@ CONFIGS: dict[str, Config] = {
     ),
     # Table `llm_long`: the same comparison with 25x the continued-training tokens (100 steps of
     # 2 x 128 against 8 of 1 x 128), a cosine decay and 4x the held-out tokens, so that a change
-    # of the FP4 penalty can be told from the seed spread (sized to ~90 min on 2 cores).
+    # of the FP4 penalty can be told from the seed spread (estimated at 70-90 min on 2 cores).
     "long": Config(
         data=DataConfig("wikipedia", "smollm2", seq_len=128, eval_tokens=4096, eval_batch=8),
         finetune=PhaseConfig(steps=100, batch_size=2, lr=5e-5, warmup_steps=10, schedule="cosine"),
