@@ -43,7 +43,7 @@ MAIN = Table(
                 Column("total / AdamW", "total_vs_adamw", higher_is_better=False),
                 Column("state / AdamW", "state_vs_adamw", higher_is_better=False),
                 Column("tokens/s", "tokens_per_s", verdict=False),
-                Column("peak LR (swept)", "lr"),
+                Column("peak LR (swept)", "lr", verdict=False),
             ),
             digits=4,
         ),
@@ -80,8 +80,8 @@ MAIN_LONG = Table(
             (
                 Column("state MB", "state_mb", higher_is_better=False),
                 Column("total / AdamW", "total_vs_adamw", higher_is_better=False),
-                Column("peak LR (swept)", "lr"),
-                Column("LR bracketed (1 = worse on both sides)", "lr_bracketed"),
+                Column("peak LR (swept)", "lr", verdict=False),
+                Column("LR bracketed (1 = worse on both sides)", "lr_bracketed", verdict=False),
                 Column("tokens/s", "tokens_per_s", verdict=False),
             ),
             digits=4,
@@ -133,7 +133,7 @@ ABLATION = Table(
             "State memory and LR",
             (
                 Column("state MB", "state_mb", higher_is_better=False),
-                Column("peak LR", "lr"),
+                Column("peak LR", "lr", verdict=False),
             ),
             digits=4,
         ),
