@@ -1,8 +1,10 @@
 """Tables `steps` (sequential iterations and distance to the sequential trajectory) and
 `wallclock` (execution seconds on this machine), and the figure of accepted steps against
-sequential iterations. Both tables read the same runs (one per problem and seed).
+sequential iterations. Both tables read the same runs (one per problem and seed). The sweeps
+(`tolerance` with the T/K-vs-P figure, `ema`, `optimizers`) are declared in sweeps.py.
 
     python launch/reproduce.py projects/paso
+    python launch/reproduce.py projects/paso --table tolerance
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import pathlib
 
 import numpy as np
 
+from projects.paso.sweeps import SWEEP_TABLES, t_over_k_figure
 from shared.tables import Claim, Column, Row, Section, Table
 
 PROBLEMS = {
@@ -105,6 +108,7 @@ TABLES = {
         ),
         notes=NOTES_WALL,
     ),
+    **SWEEP_TABLES,
 }
 
 
@@ -136,7 +140,7 @@ def accepted_steps_figure(table, workdirs: dict, out: pathlib.Path) -> list[path
     return [path]
 
 
-FIGURES = {"steps": accepted_steps_figure}
+FIGURES = {"steps": accepted_steps_figure, "tolerance": t_over_k_figure}
 
 
 # The paper's claims and what the tables show at this scale (gathered into RESULTS.md).
