@@ -53,7 +53,7 @@ def test_resolvent_node_outputs_converge_to_the_coarse_ones_and_the_k0_term_brea
     assert _node_gap("resolvent_k0", 1e4) > 1e-2  # the identity term sees within-cluster x
 
 
-def test_tiny_run_trains_every_model_and_beats_nothing_silently():
+def test_tiny_run_trains_every_model_and_yields_every_table_row():
     cfg = experiment.CONFIGS["grid_nodes"]
     tcfg = dataclasses.replace(cfg.train, width=8, epochs=2, epochs_per_call=1)
 
