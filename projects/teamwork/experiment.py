@@ -24,13 +24,14 @@ from projects.teamwork.model import ModelConfig
 from projects.teamwork.periods import fft_periods, spans_from_periods
 from projects.teamwork.roles import assign_roles, role_scores, select_lag_order
 from shared.config import Fraction, NonNegativeInt, PositiveInt
-from shared.data.timeseries_files import load_daphnet
+from shared.data.timeseries_files import load_daphnet, load_local
 from shared.data.timeseries_generator import ANOMALY_TYPES, AnomalySeries, make_benchmark
 from shared.metrics.anomaly import affiliation_prf1, predict, tslib_protocol, vus
 from shared.results import append_metrics
 from shared.rng import numpy_rng
 
-Benchmark = Literal["synthetic", "nonlinear", "daphnet"]
+Benchmark = Literal["synthetic", "nonlinear", "daphnet", "smd", "msl", "smap", "psm"]
+LOCAL = ("smd", "msl", "smap", "psm")  # read from data_dir (shared.data.timeseries_files)
 # method -> (coupling, gate, role source, span choice); "pca" is handled apart
 NEURAL = {
     "teamwork": ("role", True, "learned", "all"),
@@ -47,8 +48,9 @@ METHODS = (*NEURAL, "pca")
 @dataclasses.dataclass(frozen=True)
 class Config:
     seed: NonNegativeInt = 0  # seeds the benchmark, the initialization, windows and masks
-    # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected)
+    # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected) | smd, msl, smap, psm
     benchmark: Benchmark = "synthetic"
+    data_dir: str = ""  # smd/msl/smap/psm: directory of the Anomaly-Transformer files
     length: PositiveInt = 15_000  # generated steps (2/3 train); ignored for daphnet (7,040 rows)
     methods: tuple[str, ...] = ("teamwork", "independent", "symmetric", "pca")
     window: PositiveInt = 100  # steps per window; FFT periods longer than this cannot be seen
@@ -68,8 +70,10 @@ class Config:
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods:
             raise ValueError(f"methods {self.methods}: choose from {METHODS}")
-        if self.benchmark not in ("synthetic", "nonlinear", "daphnet"):
-            raise ValueError(f"benchmark={self.benchmark!r}: synthetic, nonlinear or daphnet")
+        if self.benchmark not in ("synthetic", "nonlinear", "daphnet", *LOCAL):
+            raise ValueError(
+                f"benchmark={self.benchmark!r}: synthetic, nonlinear, daphnet or one of {LOCAL}"
+            )
         if self.window % self.model.patch:
             raise ValueError(f"window={self.window} must be a multiple of model.patch")
         if self.model.d_model % self.model.num_heads:
@@ -94,10 +98,13 @@ CONFIGS: dict[str, Config] = {
     ),
     # The default: the spec's synthetic benchmark, d_model 32, 1 layer, 200 steps of 16 windows.
     "cpu": Config(),
-    # Suggested paper-scale setting (spec section 4): window 100, d 128, 3 layers, batch 256.
+    # Suggested paper-scale setting (spec section 4): SMD, window 100, d 128, 3 layers, batch
+    # 256, a checkpoint every 1,000 steps.
     "paper": Config(
+        benchmark="smd",
+        data_dir="data/smd",
         model=ModelConfig(d_model=128, num_layers=3, ff_dim=256, patch=4),
-        train=detect.TrainConfig(steps=20_000, batch_size=256, lr=1e-4),
+        train=detect.TrainConfig(steps=20_000, batch_size=256, lr=1e-4, checkpoint_every=1000),
     ),
 }
 
@@ -105,6 +112,8 @@ CONFIGS: dict[str, Config] = {
 def load(cfg: Config) -> AnomalySeries:
     if cfg.benchmark == "daphnet":
         return load_daphnet(cfg.seed)
+    if cfg.benchmark in LOCAL:
+        return load_local(cfg.benchmark.upper(), cfg.data_dir)
     return make_benchmark(cfg.seed, length=cfg.length, nonlinear=cfg.benchmark == "nonlinear")
 
 
