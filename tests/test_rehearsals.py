@@ -30,3 +30,31 @@ def test_paper_config_rehearsal(project, tmp_path):
     report = rehearsal.rehearse(project, tmp_path)
     print(report.summary())
     assert not report.problems, report.summary()
+
+
+def test_a_checkpoint_on_another_mesh_is_reported(tmp_path):
+    """The sharding check reads orbax's metadata: a state saved replicated over (data, model) is
+    not the FSDP + tensor layout a rehearsal may expect."""
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from shared.distributed import make_mesh
+    from shared.train.checkpoint import Checkpointer
+
+    mesh = make_mesh((2, 4), ("data", "model"))
+    state = {"w": jax.device_put(jnp.ones((8, 8)), NamedSharding(mesh, P()))}
+    ckpt = Checkpointer(tmp_path / "checkpoints" / "lm")
+    ckpt.save(1, state, {})
+    ckpt.close()
+    ok = rehearsal.Rehearsal(shrink=("x=1",), mesh={"data": 2, "model": 4})
+    assert rehearsal._check_shardings(tmp_path, {"lm": 1}, ok)[1] == []
+    split = rehearsal.Rehearsal(
+        shrink=("x=1",), mesh={"data": 2, "model": 4}, sharded_axes=("model",)
+    )
+    assert (
+        "split over mesh axes ['model']"
+        in rehearsal._check_shardings(tmp_path, {"lm": 1}, split)[1][0]
+    )
+    other = rehearsal.Rehearsal(shrink=("x=1",), mesh={"data": 8})
+    assert "not {'data': 8}" in rehearsal._check_shardings(tmp_path, {"lm": 1}, other)[1][0]
