@@ -53,6 +53,7 @@ class ModelConfig:
     ffn_dim: PositiveInt = 688  # scratch: SwiGLU hidden width
     init_checkpoint: str = ""  # llama31-70b: orbax checkpoint of the parameters to continue from
     attention_impl: Literal["auto", "pallas", "reference"] = "auto"  # FP4 attention kernel
+    rehearsal: bool = False  # llama31-70b: its layout shrunk (model.LLAMA31_70B_REHEARSAL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,7 +207,7 @@ def restore_paper_model(cfg: Config, mesh) -> Llama:
 def paper_abstract_model(cfg: Config, num_layers: int | None = None) -> Llama:
     """The paper model without memory (jax.ShapeDtypeStruct leaves), with its attention;
     `num_layers` truncates it (tests build the per-block shapes cheaply)."""
-    base = models.LLAMA31_70B
+    base = models.LLAMA31_70B_REHEARSAL if cfg.model.rehearsal else models.LLAMA31_70B
     lcfg = dataclasses.replace(
         base,
         num_layers=num_layers or base.num_layers,

@@ -316,7 +316,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     data = scale_data.load(cfg)
     name = cfg.optimizer
     sweep: dict = {}
-    bracketed = math.nan  # no sweep: a fixed LR
+    bracketed = None  # no sweep: a fixed LR, nothing to bracket
     lr = cfg.lr
     if lr == 0:
         source = cfg.lr_from or name
@@ -344,7 +344,6 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
         "val_loss": final,
         "val_ppl": math.exp(final),
         "lr": lr,
-        "lr_bracketed": float(bracketed),
         "state_mb": mem.state_bytes / 1e6,
         "total_mb": mem.total_bytes / 1e6,
         "total_vs_adamw": mem.total_bytes / adam.total_bytes,
@@ -353,5 +352,7 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
         "tokens": float(tokens),
         "params": float(count_params(model_probe)),
     }
+    if bracketed is not None:
+        out["lr_bracketed"] = float(bracketed)
     out.update({f"sweep_loss@{k}": v for k, v in sweep.items()})
     return {f"{name}/{k}": v for k, v in out.items()}

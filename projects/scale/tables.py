@@ -18,6 +18,13 @@ MAIN_ROWS = (
 )
 
 
+PERPLEXITY = Section(
+    "Validation perplexity (lower is better)",
+    (Column("val ppl", "val_ppl", higher_is_better=False),),
+    digits=3,
+)
+
+
 def _row(label: str, name: str, *extra) -> Row:
     return Row(label, name, (("optimizer", name), *extra))
 
@@ -30,11 +37,7 @@ MAIN = Table(
     rows=tuple(_row(*r) for r in MAIN_ROWS),
     compare=(("SCALE", "AdamW"), ("SCALE", "Column-norm SGD"), ("SCALE", "Muon")),
     sections=(
-        Section(
-            "Validation perplexity (lower is better)",
-            (Column("val ppl", "val_ppl", higher_is_better=False),),
-            digits=3,
-        ),
+        PERPLEXITY,
         Section(
             "Memory (float32 here) and throughput",
             (
@@ -70,11 +73,7 @@ MAIN_LONG = Table(
     rows=tuple(_row(*r) for r in LONG_ROWS),
     compare=(),  # one seed: no spread to judge a difference against
     sections=(
-        Section(
-            "Validation perplexity (lower is better)",
-            (Column("val ppl", "val_ppl", higher_is_better=False),),
-            digits=3,
-        ),
+        PERPLEXITY,
         Section(
             "Memory (float32 here), LR and throughput",
             (
@@ -125,10 +124,7 @@ ABLATION = Table(
         ("+ head momentum (SCALE)", "SCALE, per-input axis"),
     ),
     sections=(
-        Section(
-            "Validation perplexity (lower is better)",
-            (Column("val ppl", "val_ppl", higher_is_better=False),),
-        ),
+        PERPLEXITY,
         Section(
             "State memory and LR",
             (
