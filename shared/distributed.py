@@ -56,7 +56,8 @@ def batch_sharded(mesh: Mesh, axis: str = "data") -> NamedSharding:
 def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]], *, uneven: str = "error"):
     """Places every leaf of `tree` with the PartitionSpec of the first rule whose regex matches
     its '/'-joined path; unmatched leaves are replicated. Rules name mesh axes, e.g.
-    `[(r".*mlp.*kernel", P(None, "model"))]`.
+    `[(r".*mlp.*kernel", P(None, "model"))]`. `jax.ShapeDtypeStruct` leaves (an
+    `nnx.eval_shape` model to restore a checkpoint onto) get the sharding without memory.
 
     A dimension that its mesh axes do not divide (e.g. LLaMA-1B's FFN width 5461 over 4
     devices) raises with `uneven="error"`; with `uneven="replicate"` that dimension is kept
@@ -83,7 +84,10 @@ def shard_by_rules(tree, mesh: Mesh, rules: Sequence[tuple[str, P]], *, uneven: 
         keys = [k for k in path if getattr(k, "name", None) != "value"]
         name = "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in keys)
         spec = next((s for pattern, s in rules if re.fullmatch(pattern, name)), P())
-        return jax.device_put(leaf, NamedSharding(mesh, fit(name, leaf.shape, spec)))
+        sharding = NamedSharding(mesh, fit(name, leaf.shape, spec))
+        if isinstance(leaf, jax.ShapeDtypeStruct):  # an abstract tree (a restore target)
+            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)
+        return jax.device_put(leaf, sharding)
 
     return jax.tree_util.tree_map_with_path(place, tree)
 

@@ -19,6 +19,18 @@ def test_meshes_and_rule_based_parameter_sharding():
     assert distributed.host_batch_slice(16) == slice(0, 16)  # one process holds every row
 
 
+def test_abstract_leaves_get_the_sharding_without_memory():
+    """A restore target (nnx.eval_shape) is placed abstractly: orbax then restores each array
+    straight onto its devices (attn_qat's paper model, 70B parameters)."""
+    mesh = distributed.make_mesh((2, 4), ("data", "model"))
+    abstract = {"kernel": jax.ShapeDtypeStruct((8, 16), jnp.bfloat16), "gain": jnp.ones(3)}
+    placed = distributed.shard_by_rules(abstract, mesh, [(r"kernel", P("data", "model"))])
+    assert isinstance(placed["kernel"], jax.ShapeDtypeStruct)
+    assert placed["kernel"].sharding.spec == P("data", "model")
+    assert placed["kernel"].dtype == jnp.bfloat16
+    assert placed["gain"].sharding.spec == P()  # concrete leaves are still placed
+
+
 def test_global_batch_is_sharded_over_the_data_axis():
     mesh = distributed.data_mesh()
     batch = distributed.global_batch({"x": np.arange(32.0).reshape(16, 2)}, mesh)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from flax import nnx
 from tqdm.auto import tqdm
 
+from projects.attn_qat import grad_fidelity
 from projects.attn_qat import model as models
 from projects.attn_qat.data import load_windows
 from projects.attn_qat.evaluate import evaluate
@@ -52,6 +53,7 @@ class ModelConfig:
     ffn_dim: PositiveInt = 688  # scratch: SwiGLU hidden width
     init_checkpoint: str = ""  # llama31-70b: orbax checkpoint of the parameters to continue from
     attention_impl: Literal["auto", "pallas", "reference"] = "auto"  # FP4 attention kernel
+    rehearsal: bool = False  # llama31-70b: its layout shrunk (model.LLAMA31_70B_REHEARSAL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +81,11 @@ class Config:
     checkpoints: bool = True  # orbax checkpoints per phase (resume after a kill)
     mesh_shape: tuple[PositiveInt, ...] = ()  # (data, model) device mesh; () = one device
     sharding: str = "fsdp"  # shared.models.llama_sharding mode over the mesh
+    # qat: the training protocol above; grad_fidelity: no model, only the cosine of each
+    # attention mode's dQ/dK/dV against float64 attention (grad_fidelity.py, `fidelity`)
+    measure: Literal["qat", "grad_fidelity"] = "qat"
+    # grad_fidelity: sequence lengths, shapes, input distributions, modes
+    fidelity: grad_fidelity.FidelityConfig = grad_fidelity.FidelityConfig()
 
     def validate(self) -> None:
         m, d = self.model, self.data
@@ -125,6 +132,14 @@ CONFIGS: dict[str, Config] = {
         finetune=PhaseConfig(steps=8, batch_size=1, lr=5e-5, warmup_steps=1),
         checkpoints=False,  # 1.6 GB of weights + Adam state per variant: not worth it here
     ),
+    # Table `llm_long`: the same comparison with 25x the continued-training tokens (100 steps of
+    # 2 x 128 against 8 of 1 x 128), a cosine decay and 4x the held-out tokens, so that a change
+    # of the FP4 penalty can be told from the seed spread (estimated at 70-90 min on 2 cores).
+    "long": Config(
+        data=DataConfig("wikipedia", "smollm2", seq_len=128, eval_tokens=4096, eval_batch=8),
+        finetune=PhaseConfig(steps=100, batch_size=2, lr=5e-5, warmup_steps=10, schedule="cosine"),
+        checkpoints=False,  # as `cpu`: 1.6 GB per variant; a killed run loses one variant
+    ),
     # Table `ablation`: the spec's protocol (pretrain, PTQ, QAT finetune from the same
     # checkpoint), scaled to a 2-block LLaMA (head_dim 64 as in the spec) on Shakespeare bytes.
     "ablation": Config(
@@ -148,6 +163,10 @@ CONFIGS: dict[str, Config] = {
         sharding="fsdp+tensor",
     ),  # fmt: skip
 }
+# `python launch/run.py projects/attn_qat --config grad_fidelity` (table `grad_fidelity`): the
+# dQ/dK/dV cosine of every attention mode against float64 attention, L = 128 ... 2048, head_dim
+# 128, bf16 inputs; no model or data (the model, data and phase fields above are unused).
+CONFIGS["grad_fidelity"] = Config(measure="grad_fidelity", checkpoints=False)
 
 
 def build_start(cfg: Config, vocab_size: int, workdir: pathlib.Path, mesh) -> tuple[Llama, dict]:
@@ -188,7 +207,7 @@ def restore_paper_model(cfg: Config, mesh) -> Llama:
 def paper_abstract_model(cfg: Config, num_layers: int | None = None) -> Llama:
     """The paper model without memory (jax.ShapeDtypeStruct leaves), with its attention;
     `num_layers` truncates it (tests build the per-block shapes cheaply)."""
-    base = models.LLAMA31_70B
+    base = models.LLAMA31_70B_REHEARSAL if cfg.model.rehearsal else models.LLAMA31_70B
     lcfg = dataclasses.replace(
         base,
         num_layers=num_layers or base.num_layers,
@@ -208,7 +227,10 @@ def _eval_both(model, windows, cfg: Config, prefix: str) -> dict[str, float]:
 
 
 def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
-    """Start model -> evaluation -> one continued training per variant -> evaluation."""
+    """Start model -> evaluation -> one continued training per variant -> evaluation (or, with
+    measure='grad_fidelity', the gradient cosines of grad_fidelity.py)."""
+    if cfg.measure == "grad_fidelity":
+        return grad_fidelity.measure(cfg.fidelity, cfg.seed)
     mesh = None
     if cfg.mesh_shape:
         if jax.device_count() != cfg.mesh_shape[0] * cfg.mesh_shape[1]:

@@ -97,3 +97,62 @@ def fp4_gap_summary(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathli
 def after_table(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
     """Everything written after a table: the gradient-norm figure and the paired FP4 penalty."""
     return grad_norm_figure(table, workdirs, out_dir) + fp4_gap_summary(table, workdirs, out_dir)
+
+
+# Modes in the gradient-fidelity figure: (label, line style). fp4_ptq is left out: its gradient
+# is drop-in QAT's by definition (kernels_pallas.fp4_attention). Attn-QAT shares dQ, dK with
+# "only D from O'" and dV with "only fq(P) in dV" (each fix touches one path), so it is drawn
+# wide and faint underneath, the ablations dashed on top.
+FIDELITY_MODES = {
+    "bf16": ("bf16 (quantization off)", {"lw": 1.4}),
+    "drop_in_qat": ("drop-in QAT (= FP4 PTQ's gradient)", {"lw": 1.4}),
+    "attn_qat": ("Attn-QAT", {"lw": 4.0, "alpha": 0.45}),
+    "only_o_prime": ("only D from O'", {"lw": 1.2, "ls": "--"}),
+    "only_quantized_p": ("only fq(P) in dV", {"lw": 1.2, "ls": "--"}),
+}
+
+
+def fidelity_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """1 − cosine of dQ, dK, dV against float64 attention vs sequence length: one panel per
+    (input distribution, tensor), mean over seeds with min–max bars, log-log axes."""
+    from projects.attn_qat.grad_fidelity import DISTRIBUTIONS, TENSORS, metric_key
+
+    runs = []
+    for workdir in workdirs.values():
+        path = workdir / "results.json"
+        runs += [json.loads(path.read_text())] if path.exists() else []
+    keys = [k for r in runs for k in r]
+    dists = [d for d in DISTRIBUTIONS if any(k.split("/")[1].startswith(f"{d}_") for k in keys)]
+    lengths = sorted({int(k.rsplit("_L", 1)[1]) for k in keys})
+    if not runs or not lengths:
+        return []
+    plt = pyplot()
+    fig, axes = plt.subplots(
+        len(dists), len(TENSORS), figsize=(11, 3.3 * len(dists)), sharex=True, squeeze=False
+    )
+    for row, dist in enumerate(dists):
+        for col, tensor in enumerate(TENSORS):
+            ax = axes[row][col]
+            for i, (mode, (label, style)) in enumerate(FIDELITY_MODES.items()):
+                err = np.array(
+                    [[1.0 - r.get(metric_key(mode, dist, tensor, n), np.nan) for n in lengths]
+                     for r in runs]
+                )  # fmt: skip
+                if np.isnan(err).all():
+                    continue
+                mean = np.nanmean(err, axis=0)
+                bars = [mean - np.nanmin(err, axis=0), np.nanmax(err, axis=0) - mean]
+                ax.errorbar(lengths, mean, yerr=bars, color=f"C{i}", marker="o", ms=3,
+                            capsize=2, label=label, **style)  # fmt: skip
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(lengths, [str(n) for n in lengths])
+            ax.set_yscale("log")
+            ax.set_title(f"d{tensor[1:].upper()}, {dist} inputs", fontsize=9)
+            ax.set_xlabel("sequence length" if row == len(dists) - 1 else "")
+            ax.set_ylabel("1 − cosine vs float64" if col == 0 else "")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"table {table.name}: mean of {len(runs)} seeds (bars: min–max)", fontsize=10)
+    path = out_dir / f"{table.name}.png"
+    save_figure(fig, path)
+    plt.close(fig)
+    return [path]

@@ -20,6 +20,11 @@ LLAMA31_70B = LlamaConfig(
     vocab_size=128256, dim=8192, num_layers=80, num_heads=64, num_kv_heads=8, ffn_dim=28672,
     rope_base=500000.0, norm_eps=1e-5, max_seq_len=8192, dtype="bfloat16",
 )  # fmt: skip
+# The same layout shrunk for rehearsals of the paper config (rehearsal.py): 8:1 grouped-query
+# attention, FFN 3.5 x width, untied head, bfloat16; head_dim 16 (one NVFP4 group).
+LLAMA31_70B_REHEARSAL = dataclasses.replace(
+    LLAMA31_70B, vocab_size=512, dim=128, num_layers=2, num_heads=8, num_kv_heads=1, ffn_dim=448
+)
 
 
 def scratch_config(

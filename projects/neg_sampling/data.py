@@ -86,8 +86,10 @@ def observe_and_split(
     bias_kappa: float | None,
     fractions: tuple[float, float, float],
     rng: np.random.Generator,
+    per_user: bool = False,
 ) -> Interactions:
-    """Observe the true edges (unbiased if bias_kappa is None) and split the observed ones."""
+    """Observe the true edges (unbiased if bias_kappa is None) and split the observed ones:
+    over all edges at random, or within each user (`per_user`, see `split_per_user`)."""
     num_users, num_items = true_pos.shape
     edges = np.argwhere(true_pos)  # [E, 2], row-major order
     if bias_kappa is None:
@@ -98,18 +100,43 @@ def observe_and_split(
         q = q_item[edges[:, 1]]
     seen = rng.random(len(edges)) < q
     observed, hidden = edges[seen], edges[~seen]
-    observed = observed[rng.permutation(len(observed))]
-    n_train = int(round(fractions[0] * len(observed)))
-    n_valid = int(round(fractions[1] * len(observed)))
+    if per_user:
+        train, valid, test = split_per_user(observed, fractions, rng)
+    else:
+        observed = observed[rng.permutation(len(observed))]
+        n_train = int(round(fractions[0] * len(observed)))
+        n_valid = int(round(fractions[1] * len(observed)))
+        train = observed[:n_train]
+        valid = observed[n_train : n_train + n_valid]
+        test = observed[n_train + n_valid :]
     return Interactions(
         num_users=num_users,
         num_items=num_items,
-        train=observed[:n_train],
-        valid=observed[n_train : n_train + n_valid],
-        test=observed[n_train + n_valid :],
+        train=train,
+        valid=valid,
+        test=test,
         hidden=hidden,
         true_pos=true_pos,
     )
+
+
+def split_per_user(
+    edges: np.ndarray, fractions: tuple[float, float, float], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(train, valid, test) edge lists [E_*, 2] with each user's edges split by `fractions`
+    (the real-data protocol: e.g. 20% of every user's positives are test). Per user, test gets
+    round(f_test · n) and validation round(f_valid · n) edges, the rest train, so a user with
+    few positives keeps them in train rather than losing every training edge."""
+    edges = edges[rng.permutation(len(edges))]
+    edges = edges[np.argsort(edges[:, 0], kind="stable")]  # grouped by user, shuffled within
+    starts = np.searchsorted(edges[:, 0], edges[:, 0], side="left")
+    counts = np.bincount(edges[:, 0])[edges[:, 0]]
+    rank = np.arange(len(edges)) - starts  # position of the edge inside its user's group
+    n_test = np.round(fractions[2] * counts)
+    n_valid = np.round(fractions[1] * counts)
+    is_test = rank < n_test
+    is_valid = ~is_test & (rank < n_test + n_valid)
+    return edges[~is_test & ~is_valid], edges[is_valid], edges[is_test]
 
 
 def synthetic(

@@ -73,6 +73,43 @@ TABLES = {
     )
 }
 
+# MovieLens: real data, so no oracle row and no hidden positives. The share of sampled negatives
+# that are held-out (validation/test) positives is measurable; it is only a lower bound of the
+# false-negative rate, since the user's unrated items that they would like are unknown.
+ML_SAMPLERS = tuple(n for n in LABELS if n != "oracle")
+TABLES["movielens"] = Table(
+    name="movielens",
+    title="LightGCN, K = 4 negatives per positive, on MovieLens ml-latest-small (ratings ≥ 4)",
+    config="movielens",
+    seeds=SEEDS,
+    rows=tuple(Row(LABELS[n], n) for n in ML_SAMPLERS),
+    sections=(
+        Section(
+            "Test positives (20% of each user's; train and validation items masked)",
+            (Column("Recall@20", "recall"), Column("NDCG@20", "ndcg")),
+            digits=4,
+        ),
+        Section(
+            "Sampled negatives that are held-out positives (a lower bound of the false-negative "
+            "rate; true negatives are unknown on real data), mean over training",
+            (Column("held-out positive rate", "fnr", higher_is_better=False),),
+            digits=4,
+        ),
+    ),
+    compare=tuple(
+        (LABELS[a], LABELS["uniform"]) for a in ("popularity", "dns", "mixgcf", "ahns", "r1", "r2")
+    ),
+    notes=(
+        "Real data: there is no oracle of true negatives, so the oracle row of `main` is dropped "
+        "and there are no hidden-positive metrics. Every sampler of a seed trains on the same "
+        "per-user split (drawn from the seed) from the same initialization; each picks its "
+        "K = 4 negatives among 32 candidates (uniform ones draw 4 directly). R2's π⁺ is chosen "
+        "from {0.03, 0.3} on validation Recall@20. Selection: best validation Recall@20 over "
+        "evaluations every 5 of 25 epochs. The paper's numbers are not known, so none are "
+        "shown.",
+    ),
+)
+
 
 def _load(workdirs: dict) -> list[tuple[str, dict, dict]]:
     """(setting, results, curves) of every run."""
@@ -148,7 +185,8 @@ CLAIMS = (
         "samplers draw unobserved true positives as negatives.",
         "holds",
         "main, FNR section: DNS 0.0441 and MixGCF 0.0452 vs RNS 0.0082 (unbiased), alike in "
-        "the biased setting",
+        "the biased setting; movielens: DNS and MixGCF draw held-out positives 8x as often as "
+        "RNS (0.0963, 0.0980 vs 0.0115)",
     ),
     Claim(
         "A sampler that approximates the oracle true-negative distribution improves over "
@@ -167,9 +205,10 @@ CLAIMS = (
     Claim(
         "The redesigned sampler reaches state-of-the-art Recall/NDCG on real recommendation "
         "datasets.",
-        "not testable here",
-        "the paper's datasets are not offline and its sampler and numbers are not public; "
-        "MovieLens ml-latest-small installs from Debian (its loader is tested on it) but no "
-        "table here is trained on it yet",
+        "does not hold",
+        "for R1 and R2, Reconstructions of the sampler (the paper's own is not public), on "
+        "MovieLens ml-latest-small (movielens, K = 4): R2 0.2312 and R1 0.2301 Recall@20 beat "
+        "RNS (0.2022) but stay below MixGCF (0.2432) and DNS (0.2369); the paper's datasets "
+        "are not offline",
     ),
 )

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from projects.paso import problems
 from projects.paso.diffusion import DiffusionConfig, diffusion_problem
+from projects.paso.optimizers import OPTIMIZERS, OptimizerName, make_optimizer
 from projects.paso.paso import PasoConfig, paso, sequential
 from shared.config import Fraction, NonNegativeFloat, NonNegativeInt, PositiveInt
 from shared.results import append_metrics
@@ -35,6 +36,9 @@ ProblemName = Literal["ackley", "mnist_mlp", "llama", "diffusion"]
 class Config:
     seed: NonNegativeInt = 0  # init, data order and noise of the problem
     problem: ProblemName = "mnist_mlp"  # which problem this run optimizes
+    # the optax optimizer of the trajectory (its lr is `<problem>.lr`); the paper's runs use Adam
+    optimizer: OptimizerName = "adam"
+    momentum: Fraction = 0.9  # heavy-ball coefficient of optimizer='momentum' (torch SGD)
     windows: tuple[PositiveInt, ...] = (4, 8, 16)  # PASO window sizes P (one solve each)
     # initial tolerance (official default), scale 1e6 · mean sq. difference
     tol: NonNegativeFloat = 1e-5
@@ -57,6 +61,8 @@ class Config:
             )
         if self.agg not in ("mean", "middle"):
             raise ValueError(f"agg={self.agg!r}: choose 'mean' or 'middle'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.optimizer!r}: choose one of {OPTIMIZERS}")
         if self.problem not in ("ackley", "mnist_mlp", "llama", "diffusion"):
             raise ValueError(
                 f"problem={self.problem!r}: choose ackley, mnist_mlp, llama or diffusion"
@@ -97,13 +103,17 @@ CONFIGS: dict[str, Config] = {
 
 
 def build_problem(cfg: Config) -> problems.Problem:
+    """The problem of `cfg.problem`, optimized by `cfg.optimizer` at the problem's lr."""
     if cfg.problem == "ackley":
-        return problems.ackley_problem(cfg.ackley, cfg.seed)
-    if cfg.problem == "mnist_mlp":
-        return problems.mlp_problem(cfg.mnist_mlp, cfg.seed)
-    if cfg.problem == "llama":
-        return problems.llama_problem(cfg.llama, cfg.seed)
-    return diffusion_problem(cfg.diffusion, cfg.seed)
+        prob = problems.ackley_problem(cfg.ackley, cfg.seed)
+    elif cfg.problem == "mnist_mlp":
+        prob = problems.mlp_problem(cfg.mnist_mlp, cfg.seed)
+    elif cfg.problem == "llama":
+        prob = problems.llama_problem(cfg.llama, cfg.seed)
+    else:
+        prob = diffusion_problem(cfg.diffusion, cfg.seed)
+    lr = getattr(cfg, cfg.problem).lr
+    return prob._replace(tx=make_optimizer(cfg.optimizer, lr, cfg.momentum))
 
 
 def window_mesh(devices: int) -> jax.sharding.Mesh | None:

@@ -31,7 +31,8 @@ def _curves(table, workdirs: dict) -> dict[str, list[dict]]:
 def write_sweep_table(table, curves: dict[str, list[dict]], path: pathlib.Path) -> None:
     """sweep.md: every grid point's validation loss per optimizer and the chosen LR."""
     lines = [
-        "# Peak-LR sweep (seed 0, 75 steps; validation loss in nats, lower is better)",
+        f"# Peak-LR sweep of `{table.name}` (seed 0, {_sweep_steps(curves)} steps; validation loss "
+        "in nats, lower is better)",
         "",
         "| optimizer | LR: val loss | chosen |",
         "|---|---|---|",
@@ -43,14 +44,22 @@ def write_sweep_table(table, curves: dict[str, list[dict]], path: pathlib.Path) 
         lines.append(f"| {label} | {cells or '–'} | {chosen:.4g} |")
     lines += [
         "",
-        "The grid is 3 log-spaced values (x3.16); when the best sits at an edge one more value "
-        "past it is tried. The sweep uses half the steps of the reported runs and one seed.",
+        "The grid is 3 log-spaced values (x3.16); while the best sits at an edge, one more value "
+        "past it is tried (once for `cpu`, up to twice for `long`). The sweep uses one seed and "
+        "fewer steps than the reported runs (half for `cpu`, a tenth for `long`).",
     ]  # the footer is the table's (shared.table_writer stamps it)
     path.write_text("\n".join(lines) + "\n")
 
 
+def _sweep_steps(curves: dict[str, list[dict]]) -> int | str:
+    return next((r[0]["sweep_steps"] for r in curves.values() if "sweep_steps" in r[0]), "?")
+
+
 def main_figures(table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Path]:
+    """Loss curves, state memory and sweep.md of `main`; the same files with the table's name
+    as prefix for the others (`main_long_...`)."""
     plt = pyplot()
+    stem = "" if table.name == "main" else f"{table.name}_"
     curves = _curves(table, workdirs)
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -70,7 +79,7 @@ def main_figures(table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Path]
     if finite:
         ax.set_ylim(min(finite) - 0.1, min(max(finite) + 0.6, min(finite) + 2.5))
     ax.legend(fontsize=7)
-    path = out / "val_loss_vs_tokens.png"
+    path = out / f"{stem}val_loss_vs_tokens.png"
     save_figure(fig, path)
     written.append(path)
 
@@ -84,11 +93,11 @@ def main_figures(table, workdirs: dict, out: pathlib.Path) -> list[pathlib.Path]
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("optimizer state (kB, float32)")
     ax.set_title("Optimizer-state memory of the trained model")
-    path = out / "state_memory.png"
+    path = out / f"{stem}state_memory.png"
     save_figure(fig, path)
     written.append(path)
 
-    path = out / "sweep.md"
+    path = out / f"{stem}sweep.md"
     write_sweep_table(table, curves, path)
     written.append(path)
     assert all(math.isfinite(s) for s in state)

@@ -79,14 +79,23 @@ class GraphNet(nnx.Module):
         self.convs = nnx.List(convs)
         self.head = MLP(width, (width,), 1, rngs=rngs)
 
-    def embed(self, b: Batch) -> jax.Array:
-        """Phi(G): [B, width]."""
+    def node_embed(self, b: Batch) -> jax.Array:
+        """h^L, the node embeddings before the readout: [B, N, width]."""
         g, h = b.graphs, b.x
         for conv in self.convs:
             h = jax.nn.relu(conv(b.res, h) if self.spec.layer == "resolvent" else conv(g, h))
+        return h
+
+    def embed(self, b: Batch) -> jax.Array:
+        """Phi(G): [B, width]."""
+        g, h = b.graphs, self.node_embed(b)
         if self.spec.readout == "mean":
             return g.readout_mean(h)
         return g.readout_sum(h, b.mu if self.spec.readout == "weighted" else None)
+
+    def node_predict(self, b: Batch) -> jax.Array:
+        """Node regression: the head on every node's h^L, [B, N] (no readout)."""
+        return self.head(self.node_embed(b))[..., 0]
 
     def __call__(self, b: Batch) -> jax.Array:
         return self.head(self.embed(b))[..., 0]

@@ -54,7 +54,16 @@ def _adam(lr: float) -> optax.GradientTransformation:
 
 
 def _loss(m: GraphNet, b: Batch) -> jax.Array:
+    """MSE of the graph target (y [B]) or of the node targets (y [B, N], padded nodes masked)."""
+    if b.y.ndim == 2:
+        return jnp.sum(b.mask * (m.node_predict(b) - b.y) ** 2) / jnp.sum(b.mask)
     return jnp.mean((m(b) - b.y) ** 2)
+
+
+def _target_stats(b: Batch) -> tuple[float, float]:
+    """Mean and std of the targets (of the real nodes only, for node targets)."""
+    y = b.y[b.mask] if b.y.ndim == 2 else b.y
+    return float(y.mean()), float(y.std() + 1e-8)
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef", "batch_size"))
@@ -84,7 +93,7 @@ def fit(model: GraphNet, train: Batch, cfg: TrainConfig, key: jax.Array, name: s
     """Adam on the MSE of the standardized target; batches reshuffled every epoch with
     fold_in(key, epoch). Raises on a non-finite loss, naming the model and the epoch."""
     bs = min(cfg.batch_size, len(train.y))
-    y_mean, y_std = float(train.y.mean()), float(train.y.std() + 1e-8)
+    y_mean, y_std = _target_stats(train)
     data = jax.tree.map(jnp.asarray, train.replace(y=(train.y - y_mean) / y_std))
     opt = nnx.Optimizer(model, _adam(cfg.lr), wrt=nnx.Param)
     graphdef, state = nnx.split((model, opt))
@@ -120,6 +129,21 @@ def forward(model: GraphNet, data: Batch, chunk: int = 128) -> tuple[np.ndarray,
         phis.append(np.asarray(phi)[:keep])
         outs.append(np.asarray(out)[:keep])
     return np.concatenate(phis), np.concatenate(outs)
+
+
+@nnx.jit
+def _forward_nodes(model: GraphNet, b: Batch) -> jax.Array:
+    return model.node_predict(b)
+
+
+def predict_nodes(t: Trained, data: Batch, chunk: int = 8) -> np.ndarray:
+    """Node predictions in target units: [G, N] (padded nodes included; mask them)."""
+    outs = []
+    for i in range(0, len(data.y), chunk):
+        idx = np.arange(i, i + chunk)
+        out = _forward_nodes(t.model, _take(data, np.where(idx < len(data.y), idx, 0)))
+        outs.append(np.asarray(out)[: len(data.y) - i])
+    return np.concatenate(outs) * t.y_std + t.y_mean
 
 
 def embed(model: GraphNet, data: Batch) -> np.ndarray:

@@ -194,6 +194,9 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
         sched_json[f"{name}/{regime}"] = [dataclasses.asdict(sc) for sc in schedules]
         prob_json[name] = {
             "omega": prob.omega,
+            # the contraction of the expected TD update: θ - θ* shrinks at least like
+            # (1 - η λ) per step for small η, with λ this smallest eigenvalue
+            "a_sym_min": float(np.linalg.eigvalsh((prob.A + prob.A.T) / 2)[0]),
             "theta_star_norm": float(np.linalg.norm(prob.theta_star)),
             "features": prob.phi.shape[1],
             "states": prob.phi.shape[0],

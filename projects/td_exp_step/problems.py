@@ -11,6 +11,7 @@ with D the *stationary* distribution (not uniform over states)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class LinearTDProblem:
     gamma: float  # discount
     reward_noise: float = 0.0  # std of N(0, sigma^2) noise added to each sampled reward
 
-    @property
+    @functools.cached_property  # [S, S] @ [S, k] products, asked for per schedule and horizon
     def A(self) -> np.ndarray:
         """[k, k] Phi^T D (I - gamma P) Phi."""
         return self.phi.T @ (self.d[:, None] * (self.phi - self.gamma * self.P @ self.phi))
@@ -46,7 +47,7 @@ class LinearTDProblem:
         """[k] Phi^T D r."""
         return self.phi.T @ (self.d * self.r)
 
-    @property
+    @functools.cached_property  # [S, S] @ [S, k] products, asked for per schedule and horizon
     def gram(self) -> np.ndarray:
         """[k, k] G = Phi^T D Phi: the value error of theta is (theta - theta*)^T G (...)."""
         return self.phi.T @ (self.d[:, None] * self.phi)

@@ -3,6 +3,7 @@
     python launch/run.py projects/teamwork                  # cpu config: synthetic benchmark
     python launch/run.py projects/teamwork --config smoke   # seconds, for tests
     python launch/run.py projects/teamwork --set benchmark=daphnet --seed 1
+    python launch/run.py projects/teamwork --set benchmark=ucr135   # real labels, one channel
 
 One run = one benchmark and seed: roles and periods from the training split, then every method
 in `methods` trained and scored under the same protocol (TSLib threshold at the true anomaly
@@ -24,13 +25,14 @@ from projects.teamwork.model import ModelConfig
 from projects.teamwork.periods import fft_periods, spans_from_periods
 from projects.teamwork.roles import assign_roles, role_scores, select_lag_order
 from shared.config import Fraction, NonNegativeInt, PositiveInt
-from shared.data.timeseries_files import load_daphnet
+from shared.data.timeseries_files import load_daphnet, load_local, load_ucr135
 from shared.data.timeseries_generator import ANOMALY_TYPES, AnomalySeries, make_benchmark
 from shared.metrics.anomaly import affiliation_prf1, predict, tslib_protocol, vus
 from shared.results import append_metrics
 from shared.rng import numpy_rng
 
-Benchmark = Literal["synthetic", "nonlinear", "daphnet"]
+Benchmark = Literal["synthetic", "nonlinear", "daphnet", "ucr135", "smd", "msl", "smap", "psm"]
+LOCAL = ("smd", "msl", "smap", "psm")  # read from data_dir (shared.data.timeseries_files)
 # method -> (coupling, gate, role source, span choice); "pca" is handled apart
 NEURAL = {
     "teamwork": ("role", True, "learned", "all"),
@@ -47,9 +49,11 @@ METHODS = (*NEURAL, "pca")
 @dataclasses.dataclass(frozen=True)
 class Config:
     seed: NonNegativeInt = 0  # seeds the benchmark, the initialization, windows and masks
-    # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected)
+    # synthetic | nonlinear (tanh auxiliaries) | daphnet (+ injected) | ucr135 (real labels,
+    # univariate: the seed varies the models only) | smd, msl, smap, psm (local files)
     benchmark: Benchmark = "synthetic"
-    length: PositiveInt = 15_000  # generated steps (2/3 train); ignored for daphnet (7,040 rows)
+    data_dir: str = ""  # smd/msl/smap/psm: directory of the Anomaly-Transformer files
+    length: PositiveInt = 15_000  # generated steps (2/3 train); ignored for daphnet and ucr135
     methods: tuple[str, ...] = ("teamwork", "independent", "symmetric", "pca")
     window: PositiveInt = 100  # steps per window; FFT periods longer than this cannot be seen
     num_dominant: NonNegativeInt = 0  # 0: ceil(C / 4) (spec's suggestion)
@@ -68,8 +72,11 @@ class Config:
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods:
             raise ValueError(f"methods {self.methods}: choose from {METHODS}")
-        if self.benchmark not in ("synthetic", "nonlinear", "daphnet"):
-            raise ValueError(f"benchmark={self.benchmark!r}: synthetic, nonlinear or daphnet")
+        if self.benchmark not in ("synthetic", "nonlinear", "daphnet", "ucr135", *LOCAL):
+            raise ValueError(
+                f"benchmark={self.benchmark!r}: synthetic, nonlinear, daphnet, ucr135 or one of "
+                f"{LOCAL}"
+            )
         if self.window % self.model.patch:
             raise ValueError(f"window={self.window} must be a multiple of model.patch")
         if self.model.d_model % self.model.num_heads:
@@ -94,10 +101,13 @@ CONFIGS: dict[str, Config] = {
     ),
     # The default: the spec's synthetic benchmark, d_model 32, 1 layer, 200 steps of 16 windows.
     "cpu": Config(),
-    # Suggested paper-scale setting (spec section 4): window 100, d 128, 3 layers, batch 256.
+    # Suggested paper-scale setting (spec section 4): SMD, window 100, d 128, 3 layers, batch
+    # 256, a checkpoint every 1,000 steps.
     "paper": Config(
+        benchmark="smd",
+        data_dir="data/smd",
         model=ModelConfig(d_model=128, num_layers=3, ff_dim=256, patch=4),
-        train=detect.TrainConfig(steps=20_000, batch_size=256, lr=1e-4),
+        train=detect.TrainConfig(steps=20_000, batch_size=256, lr=1e-4, checkpoint_every=1000),
     ),
 }
 
@@ -105,6 +115,10 @@ CONFIGS: dict[str, Config] = {
 def load(cfg: Config) -> AnomalySeries:
     if cfg.benchmark == "daphnet":
         return load_daphnet(cfg.seed)
+    if cfg.benchmark == "ucr135":
+        return load_ucr135()
+    if cfg.benchmark in LOCAL:
+        return load_local(cfg.benchmark.upper(), cfg.data_dir)
     return make_benchmark(cfg.seed, length=cfg.length, nonlinear=cfg.benchmark == "nonlinear")
 
 
@@ -174,6 +188,11 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     spans = spans_from_periods(periods)
     metrics: dict[str, float] = {"data/periods_" + str(i): float(p) for i, p in enumerate(periods)}
     metrics["data/role_lags"] = float(q)
+    # With one channel (ucr135) k = 1 and no auxiliary is left: the role machinery is idle.
+    metrics["data/num_auxiliary"] = float(c - is_dom.sum())
+    # The strongest period of the whole train split by the same FFT rule: one longer than the
+    # window cannot be among the mask periods found inside windows.
+    metrics["data/train_period"] = float(fft_periods(train[None], 1)[0])
     if series.channel_roles is not None:
         true_dom = np.array([r == "dominant" for r in series.channel_roles])
         metrics["data/role_recall"] = float((is_dom & true_dom).sum() / true_dom.sum())

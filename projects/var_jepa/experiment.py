@@ -137,6 +137,7 @@ CONFIGS: dict[str, Config] = {
             lr=3.66e-4,
             warmup_steps=10 * (83733 * 7 // 10 // 512),
             checkpoint_every=1000,
+            data_parallel=True,  # a pod: batches split over every device (rehearsal.py)
         ),
     ),
 }

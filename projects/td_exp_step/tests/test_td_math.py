@@ -14,9 +14,9 @@ from projects.td_exp_step.schedules import (
 from projects.td_exp_step.td import run_td
 
 
-@pytest.fixture(scope="module")
-def garnet():
-    return problems.garnet_problem(num_states=30, feature_dim=5, gamma=0.9, seed=2)
+@pytest.fixture(scope="module", params=[0.9, 0.99], ids=["gamma0.9", "gamma0.99"])
+def garnet(request):  # the spec's two discounts
+    return problems.garnet_problem(num_states=30, feature_dim=5, gamma=request.param, seed=2)
 
 
 def test_expected_td_update_by_enumeration_is_b_minus_A_theta(garnet):

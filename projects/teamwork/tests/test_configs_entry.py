@@ -39,7 +39,7 @@ def test_invalid_configs_are_rejected():
     with pytest.raises(ConfigError, match="methods"):
         apply_overrides(experiment.CONFIGS["cpu"], ["methods=('teamwork', 'bogus')"])
     with pytest.raises(ConfigError, match="benchmark"):
-        apply_overrides(experiment.CONFIGS["cpu"], ["benchmark='smd'"])
+        apply_overrides(experiment.CONFIGS["cpu"], ["benchmark='swat'"])  # SMD is read now
 
 
 def test_smoke_run_through_the_entry_point(smoke_run):
