@@ -125,7 +125,8 @@ def execute(
     run.json gets the revision, libraries, devices and the modules loaded at the start; one entry
     per attempt in `attempts` (command line, start and end time, the checkpoints it resumed
     from, how it ended: finished, preempted, or the error); when the run finishes, its wall time
-    and the modules it imported ({path: sha256} and their fingerprint), and results.json its
+    and the modules it imported ({path: sha256} and their fingerprint; those loaded at the start
+    with their digest then), and results.json its
     metrics. A `Preempted` run leaves no results.json, and a second call with the same workdir
     resumes from its checkpoints. A workdir of another project or config is refused
     (`WorkdirConflict`)."""
@@ -141,12 +142,9 @@ def execute(
         "resumed_from": checkpoints_in(workdir),
     }
     attempts = [*info.get("attempts", []), attempt]
+    code_at_start = info["code_at_start"] if resumes else provenance.imported_modules(project)
     results.write_run_info(
-        workdir,
-        dumps(cfg),
-        project=project,
-        code_at_start=info["code_at_start"] if resumes else provenance.imported_modules(project),
-        attempts=attempts,
+        workdir, dumps(cfg), project=project, code_at_start=code_at_start, attempts=attempts
     )
     t0 = time.perf_counter()
     try:
@@ -159,7 +157,9 @@ def execute(
         wall = time.perf_counter() - t0 + (info.get("wall_s", 0.0) if resumes else 0.0)
         attempt.update(ended=datetime.datetime.now().isoformat(), status=status)
         results.update_run_info(workdir, wall_s=round(wall, 3), attempts=attempts)
-    modules = provenance.imported_modules(project)
+    # Modules loaded at the start keep the digest they had then: an edit made while the run
+    # computed must leave it stale, not be recorded as the code that produced it.
+    modules = {**provenance.imported_modules(project), **code_at_start}
     results.update_run_info(
         workdir,
         code=modules,

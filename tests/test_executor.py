@@ -114,6 +114,20 @@ def test_finished_runs_are_reused_until_their_code_changes(toy):
     assert _runs()[2] == [False, False] and module.CALLS == [0, 1, 0, 1]
 
 
+def test_an_edit_made_while_the_run_computes_leaves_it_stale(toy, monkeypatch):
+    root, module = toy
+    path = root / "projects" / "toy" / "experiment.py"
+    run = module.run
+
+    def edited_midway(cfg, workdir):
+        path.write_text(path.read_text() + "# edited while the run computes\n")
+        return run(cfg, workdir)
+
+    monkeypatch.setattr(module, "run", edited_midway)
+    _, workdirs, _ = _runs(dataclasses.replace(TABLE, seeds=(0,)))
+    assert executor.run_state(workdirs[((), 0)]) == ("stale", ["projects/toy/experiment.py"])
+
+
 def test_a_run_without_recorded_code_is_stale(toy):
     _, workdirs, _ = _runs()
     w = workdirs[((), 0)]
