@@ -281,7 +281,8 @@ class Llama(nnx.Module):
         Left-padded rows: `positions` [B, T] int gives each token's RoPE position (0 at the
         row's first real token; default: its slot) and `key_valid` [B, S] bool marks the real
         key slots (S = T without a cache, the cache capacity with one), so no query attends to a
-        pad. Queries at pad slots see no key; their outputs are finite and meaningless."""
+        pad. Queries at pad slots see no key; their outputs are finite and meaningless as long
+        as pad slots hold in-vocabulary ids (an out-of-range id embeds as NaN)."""
         b, t = tokens.shape
         if cache is None and t > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.cfg.max_seq_len}")
