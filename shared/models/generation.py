@@ -9,8 +9,7 @@ float32 summation order; `tests/test_generation.py` checks it against uncached d
 The prefill and the whole decoding loop (`lax.while_loop`, which stops once every row is done)
 are one jitted function of the split model state: it compiles once per batch size, padded prompt
 length, `max_new_tokens`, `Sampler` and `num_samples` (eos and pad ids are traced), and never
-per step. Step i draws with
-`fold_in(key, i)`.
+per step. Step i draws with `fold_in(key, i)`.
 """
 
 from __future__ import annotations

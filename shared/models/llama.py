@@ -298,6 +298,7 @@ class Llama(nnx.Module):
             positions = jnp.broadcast_to(slots, (b, t))
         cos, sin = rope_angles(positions, self.cfg.resolved_head_dim, self.cfg.rope_base)
         keys = jnp.arange(t if cache is None else cache.k.shape[2])
+        # [1, 1, T, S]; causal in slots, which is causal in positions for padded rows too
         mask = (keys[None, :] <= slots[:, None])[None, None]  # [1, 1, T, S]
         if padded:
             mask = mask & key_padding_mask(key_valid)  # [B, 1, T, S]
