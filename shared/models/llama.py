@@ -261,12 +261,19 @@ class Llama(nnx.Module):
         self.lm_head = None if cfg.tie_embeddings else _linear(cfg.dim, cfg.vocab_size, cfg, rngs)
 
     def __call__(
-        self, tokens: jax.Array, *, cache: KVCache | None = None
+        self,
+        tokens: jax.Array,
+        *,
+        cache: KVCache | None = None,
+        embeddings: jax.Array | None = None,
     ) -> jax.Array | tuple[jax.Array, KVCache]:
         """Without a cache: causal attention over `tokens`, positions 0..T-1, returns logits.
 
         With a cache: `tokens` sit at positions cache.length .. cache.length+T-1 and attend to
-        every filled cache slot; returns (logits, cache advanced by T)."""
+        every filled cache slot; returns (logits, cache advanced by T).
+
+        `embeddings` [B, T, D] replace the lookup of `tokens` (gradients and continuous
+        optimization with respect to the input embeddings; `tokens` still gives the shape)."""
         b, t = tokens.shape
         if cache is None and t > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.cfg.max_seq_len}")
@@ -275,7 +282,7 @@ class Llama(nnx.Module):
         cos, sin = rope_angles(positions, self.cfg.resolved_head_dim, self.cfg.rope_base)
         keys = jnp.arange(t if cache is None else cache.k.shape[2])
         mask = (keys[None, :] <= positions[0][:, None])[None, None]  # [1, 1, T, S]
-        x = self.embed_tokens(tokens)
+        x = self.embed_tokens(tokens) if embeddings is None else embeddings
         new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])
