@@ -1,0 +1,102 @@
+"""Synthetic PRM data (spec §5): seeded arithmetic problems, clean solutions and slips, labels.
+
+Training set: clean solutions plus naturally erroneous ones (one arithmetic slip, later steps
+consistent with it), `slip_fraction` of them slipped. Held-out sets (tier-1 perturbations,
+ProcessBench-style F1, attacks, RL prompts) are drawn from other seeded streams and exclude every
+training problem. Labels are `steps.true_labels` (one per "\\n\\n" chunk, the answer included).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from projects.prm_biasbench import perturbations
+from projects.prm_biasbench.prm_models import LABEL_WORDS
+from projects.prm_biasbench.steps import true_labels
+from shared import rng
+from shared.data.arithmetic_trace_text import render_prm, render_question, vocabulary
+from shared.data.arithmetic_traces import Problem, TraceConfig, sample_trace, with_slip
+from shared.data.word_tokenizer import WordTokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    problem: Problem
+    question: str  # render_question(problem)
+    solution: str  # PRM format (render_prm), possibly perturbed
+    labels: tuple[int, ...]  # true label of every chunk (steps.true_labels)
+
+
+def example(problem: Problem, solution: str) -> Example:
+    labels = tuple(true_labels(problem, solution))
+    return Example(problem, render_question(problem), solution, labels)
+
+
+def words(cfg: TraceConfig) -> list[str]:
+    """The decoder PRM's and the policy's vocabulary: trace words, the words perturbations
+    write, and the decoder's label words."""
+    return list(dict.fromkeys([*vocabulary(cfg), *perturbations.WORDS, *LABEL_WORDS]))
+
+
+def word_tokenizer(cfg: TraceConfig) -> WordTokenizer:
+    return WordTokenizer(words(cfg))
+
+
+def draw_problems(
+    n: int, cfg: TraceConfig, seed: int, stream: str, exclude: frozenset = frozenset()
+) -> list:
+    """`n` distinct correct traces from stream `stream`, none of whose problems is in `exclude`."""
+    gen = rng.numpy_rng(seed, stream)
+    traces, seen = [], set(exclude)
+    while len(traces) < n:
+        t = sample_trace(gen, cfg)
+        if t.problem not in seen:
+            seen.add(t.problem)
+            traces.append(t)
+    return traces
+
+
+def training_set(n: int, slip_fraction: float, cfg: TraceConfig, seed: int) -> list[Example]:
+    """`n` examples; the first round(n * slip_fraction) of the drawn problems get one slip."""
+    traces = draw_problems(n, cfg, seed, "prm_train")
+    gen = rng.numpy_rng(seed, "prm_train_slips")
+    n_slip = round(n * slip_fraction)
+    out = []
+    for i, t in enumerate(traces):
+        solved = with_slip(t, gen, cfg) if i < n_slip else t
+        out.append(example(t.problem, render_prm(solved)))
+    order = rng.numpy_rng(seed, "prm_train_order").permutation(n)
+    return [out[i] for i in order]
+
+
+def held_out(n: int, cfg: TraceConfig, seed: int, stream: str, train: list[Example]) -> list:
+    """`n` correct traces for evaluation, disjoint from the training problems."""
+    return draw_problems(n, cfg, seed, stream, frozenset(e.problem for e in train))
+
+
+def slipped(traces: list, cfg: TraceConfig, seed: int, stream: str) -> list[Example]:
+    """One slip in each trace (held-out erroneous solutions)."""
+    gen = rng.numpy_rng(seed, stream)
+    return [example(t.problem, render_prm(with_slip(t, gen, cfg))) for t in traces]
+
+
+def clean(traces: list) -> list[Example]:
+    return [example(t.problem, render_prm(t)) for t in traces]
+
+
+def perturbed(kind: str, traces: list, cfg: TraceConfig, seed: int) -> list[Example]:
+    """Every trace perturbed by `kind`, trace i with numpy_rng(seed, "perturb/kind", i)."""
+    perturbations.check_type(kind)
+    out = []
+    for i, t in enumerate(traces):
+        gen = rng.numpy_rng(seed, f"perturb/{kind}", i)
+        text = perturbations.perturb(kind, t.problem, render_prm(t), gen, cfg)
+        out.append(example(t.problem, text))
+    return out
+
+
+def label_counts(examples: list[Example]) -> dict[str, float]:
+    """Share of solutions with at least one wrong step (a check of what a set contains)."""
+    return {"share_with_error": float(np.mean([0 in e.labels for e in examples]))}
