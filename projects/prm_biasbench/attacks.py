@@ -53,8 +53,8 @@ class SuffixBatch:
         s = suffixes if suffixes.ndim == 3 else suffixes[:, None]
         n, c, _ = s.shape
         out = {k: np.repeat(v, c, axis=0) for k, v in self.batch.items()}
-        rows = np.repeat(np.arange(n), c)
-        out["ids"][rows[:, None], np.repeat(self.positions, c, axis=0)] = s.reshape(n * c, -1)
+        rows = np.arange(n * c)[:, None]  # row i * c + j holds candidate j of solution i
+        out["ids"][rows, np.repeat(self.positions, c, axis=0)] = s.reshape(n * c, -1)
         out["last"] = np.repeat(self.last, c)
         return out
 

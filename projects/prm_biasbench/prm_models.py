@@ -35,10 +35,14 @@ class DecoderPRM(nnx.Module):
     def word_table(self) -> jax.Array:
         return self.llama.embed_tokens.embedding[...]
 
-    def __call__(self, batch: dict, word_vectors: jax.Array | None = None) -> jax.Array:
-        """batch["ids"]: [B, S] -> step logits [B, S] (causal: position t reads tokens <= t)."""
+    def __call__(
+        self, batch: dict, word_vectors: jax.Array | None = None, with_lm: bool = False
+    ) -> jax.Array | tuple[jax.Array, jax.Array]:
+        """batch["ids"]: [B, S] -> step logits [B, S] (causal: position t reads tokens <= t);
+        with_lm: also the next-token logits [B, S, V] (the auxiliary LM loss of training)."""
         logits = self.llama(batch["ids"], embeddings=word_vectors)
-        return logits[..., self.good_id] - logits[..., self.bad_id]
+        steps = logits[..., self.good_id] - logits[..., self.bad_id]
+        return (steps, logits) if with_lm else steps
 
 
 def block_causal_mask(blocks: jax.Array) -> jax.Array:

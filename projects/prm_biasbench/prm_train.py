@@ -34,6 +34,8 @@ class PRMTrainConfig:
     lr: PositiveFloat = 1e-3  # peak learning rate (warm-up, then cosine to 0)
     warmup_steps: NonNegativeInt = 50
     weight_decay: NonNegativeFloat = 0.01  # AdamW, not on 1-D tensors
+    # weight of an auxiliary next-token loss on the correct solutions (decoder PRM only; 0: off)
+    lm_weight: NonNegativeFloat = 0.0
     log_every: PositiveInt = 50  # steps per metrics.jsonl row
     checkpoint_every: NonNegativeInt = 0  # 0: only at the end and on SIGTERM
 
@@ -57,7 +59,22 @@ def training_arrays(
     arrays["labels"] = np.zeros(arrays["ends"].shape, np.float32)
     for i, y in enumerate(labels):
         arrays["labels"][i, : len(y)] = y
+    # next-token targets: the solution tokens (blocks >= 1) of solutions without a wrong step
+    clean = np.array([min(y) == 1 for y in labels])
+    arrays["lm_mask"] = (arrays["blocks"] >= 1) & clean[:, None]
     return arrays
+
+
+def lm_loss(logits: jax.Array, ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """Mean next-token cross-entropy; logits [B, S, V] predict ids[:, 1:] where mask[:, 1:]."""
+    logp = jax.nn.log_softmax(logits[:, :-1], axis=-1)
+    nll = -jnp.take_along_axis(logp, ids[:, 1:, None], axis=-1)[..., 0]
+    w = mask[:, 1:].astype(jnp.float32)
+    return jnp.sum(nll * w) / jnp.maximum(jnp.sum(w), 1.0)
+
+
+def targets(batch: dict) -> tuple[jax.Array, jax.Array]:
+    return batch["labels"], batch["ends_valid"]
 
 
 def train_prm(
@@ -81,9 +98,17 @@ def train_prm(
     @functools.partial(jax.jit, donate_argnums=0)
     def step(state, rest, batch):
         def loss_fn(p):
-            logits = nnx.merge(graphdef, p, rest)(batch)
-            steps = gather_steps(logits, batch["ends"])
-            return step_bce(steps, batch["labels"], batch["ends_valid"])
+            model = nnx.merge(graphdef, p, rest)
+            if not cfg.lm_weight:
+                logits = model(batch)
+                return step_bce(gather_steps(logits, batch["ends"]), *targets(batch))
+            logits, lm_logits = model(batch, with_lm=True)
+            loss, metrics = step_bce(gather_steps(logits, batch["ends"]), *targets(batch))
+            lm = lm_loss(lm_logits, batch["ids"], batch["lm_mask"])
+            return loss + cfg.lm_weight * lm, metrics | {
+                "loss": loss + cfg.lm_weight * lm,
+                "lm": lm,
+            }
 
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state["params"])
         updates, opt = tx.update(grads, state["opt"], state["params"])

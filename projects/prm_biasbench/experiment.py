@@ -1,0 +1,167 @@
+"""PRM-BiasBench: robustness and hackability of process reward models, at CPU scale.
+
+    python launch/run.py projects/prm_biasbench                  # cpu config: every tier, one seed
+    python launch/run.py projects/prm_biasbench --config smoke   # seconds, for tests
+    python launch/reproduce.py projects/prm_biasbench            # tables tier1, tier2, tier3
+
+A run trains the PRMs it needs on synthetic arithmetic solutions (data.py), then runs the tiers of
+`tiers`: tier 1 (static perturbations, first-error F1), tier 2 (adversarial suffixes), tier 3
+(RL of a policy against a PRM's last-step reward). Each table runs its own tier, so each table's
+runs train their PRMs afresh (3 seeds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+import time
+from typing import Annotated, Literal
+
+from projects.prm_biasbench import data, tier1, tier2
+from projects.prm_biasbench import prms as prm_setup
+from shared.config import Fraction, NonNegativeInt, PositiveInt, Range
+from shared.data.arithmetic_traces import TraceConfig
+from shared.results import append_metrics
+from shared.train import preemption
+
+Tier = Literal["tier1", "tier2", "tier3"]
+PRM = Literal["decoder", "minilm"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    min_ops: PositiveInt = 3  # operations per problem, fewest (spec: 3-6 steps)
+    max_ops: PositiveInt = 6  # most
+    # numbers and results lie in [0, max_value] (operands too); small values keep the arithmetic
+    # a small PRM must verify learnable on a CPU (Reconstruction: the spec's example is 17 + 25)
+    max_value: Annotated[int, Range(2)] = 99
+    max_slip: PositiveInt = 3  # a slip writes a result off by 1..max_slip
+    train_size: PositiveInt = 8000  # PRM training solutions
+    slip_fraction: Fraction = 0.5  # share of them with one slip
+    eval_size: PositiveInt = 200  # held-out clean solutions (tier 1; their slips give the F1)
+
+    def trace_config(self) -> TraceConfig:
+        return TraceConfig(
+            min_ops=self.min_ops,
+            max_ops=self.max_ops,
+            max_operand=self.max_value,
+            max_value=self.max_value,
+            max_slip=self.max_slip,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seed: NonNegativeInt = 0  # data, PRM initialization, perturbations, attacks, RL
+    tiers: tuple[Tier, ...] = ("tier1", "tier2", "tier3")  # what this run measures
+    prms: tuple[PRM, ...] = ("decoder", "minilm")  # PRMs of tiers 1 and 2
+    threshold: Fraction = 0.5  # a step scored below it is flagged (first-error F1)
+    data: DataConfig = DataConfig()
+    decoder: prm_setup.DecoderPRMConfig = prm_setup.DecoderPRMConfig()
+    minilm: prm_setup.MiniLMPRMConfig = prm_setup.MiniLMPRMConfig()
+    attack: tier2.AttackConfig = tier2.AttackConfig()
+
+    def __post_init__(self):
+        if not self.tiers or len(set(self.tiers)) != len(self.tiers):
+            raise ValueError(f"tiers={self.tiers} must be distinct and not empty")
+        if not self.prms or len(set(self.prms)) != len(self.prms):
+            raise ValueError(f"prms={self.prms} must be distinct and not empty")
+        if self.data.min_ops > self.data.max_ops:
+            raise ValueError(f"data.min_ops={self.data.min_ops} exceeds max_ops")
+        if self.minilm.train.lm_weight:
+            raise ValueError("minilm.train.lm_weight must be 0: MiniLM has no LM head here")
+
+    def prms_needed(self) -> tuple[str, ...]:
+        return self.prms if {"tier1", "tier2"} & set(self.tiers) else ()
+
+
+CONFIGS: dict[str, Config] = {
+    "smoke": Config(
+        data=DataConfig(max_ops=4, max_value=20, train_size=64, eval_size=8),
+        decoder=prm_setup.DecoderPRMConfig(
+            dim=32,
+            num_layers=1,
+            num_heads=2,
+            ffn_dim=64,
+            train=prm_setup.PRMTrainConfig(steps=3, batch_size=8, log_every=1),
+        ),
+        minilm=prm_setup.MiniLMPRMConfig(
+            trainable_layers=1, train=prm_setup.PRMTrainConfig(steps=2, batch_size=4, log_every=1)
+        ),
+        attack=tier2.AttackConfig(
+            num_solutions=2,
+            suffix_len=2,
+            iterations=2,
+            top_k=4,
+            candidates=4,
+            continuous_steps=2,
+            hamming_samples=2,
+            chunk=8,
+        ),
+    ),  # fmt: skip
+    "cpu": Config(),
+    "paper": Config(),
+}
+
+
+def log(message: str) -> None:
+    print(f"prm_biasbench: {message}", file=sys.stderr, flush=True)
+
+
+def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
+    """Trains the PRMs, runs the tiers; writes summary json files; returns flat metrics."""
+    t0 = time.perf_counter()
+    trace_cfg = cfg.data.trace_config()
+    train = data.training_set(cfg.data.train_size, cfg.data.slip_fraction, trace_cfg, cfg.seed)
+    trained: dict[str, prm_setup.TrainedPRM] = {}
+    for name in cfg.prms_needed():
+        preemption.check(f"training the {name} PRM")
+        log(f"training the {name} PRM on {len(train)} solutions")
+        if name == "decoder":
+            trained[name] = prm_setup.train_decoder(
+                cfg.decoder, trace_cfg, train, cfg.seed, workdir
+            )
+        else:
+            trained[name] = prm_setup.train_minilm(cfg.minilm, train, cfg.seed, workdir)
+        append_metrics(workdir, {"phase": f"prm_{name}", "seconds": time.perf_counter() - t0})
+    metrics: dict[str, float] = {}
+    if "tier1" in cfg.tiers:
+        metrics |= run_tier1(cfg, trace_cfg, train, trained, workdir)
+    if "tier2" in cfg.tiers:
+        metrics |= run_tier2(cfg, trace_cfg, train, trained, workdir)
+    metrics["wall_s"] = time.perf_counter() - t0
+    return metrics
+
+
+def run_tier1(cfg, trace_cfg, train, trained, workdir) -> dict[str, float]:
+    traces = data.held_out(cfg.data.eval_size, trace_cfg, cfg.seed, "tier1", train)
+    clean = data.clean(traces)
+    slips = data.slipped(traces, trace_cfg, cfg.seed, "tier1_slips")
+    perturbed = tier1.perturbation_sets(traces, trace_cfg, cfg.seed)
+    out = tier1.truth_shares(perturbed)
+    for name, prm in trained.items():
+        preemption.check(f"tier 1, {name} PRM")
+        log(f"tier 1: scoring {len(traces)} solutions x 10 sets with the {name} PRM")
+        out |= tier1.evaluate_prm(name, prm.scorer, clean, perturbed, slips, cfg.threshold)
+    (workdir / "tier1.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def run_tier2(cfg, trace_cfg, train, trained, workdir) -> dict[str, float]:
+    traces = data.held_out(cfg.attack.num_solutions, trace_cfg, cfg.seed, "tier2", train)
+    invalid = data.slipped(traces, trace_cfg, cfg.seed, "tier2_slips")
+    pairs = [(e.question, e.solution) for e in invalid]
+    out, curves = {}, {}
+    for name, prm in trained.items():
+        preemption.check(f"tier 2, {name} PRM")
+        log(f"tier 2: attacking {len(pairs)} invalid solutions of the {name} PRM")
+        t0 = time.perf_counter()
+        found, curves[name] = tier2.attack_prm(
+            name, prm.scorer, pairs, prm.allowed, cfg.attack, cfg.seed
+        )
+        out |= found
+        out[f"tier2/{name}/seconds"] = time.perf_counter() - t0
+    (workdir / "tier2_curves.json").write_text(json.dumps(curves) + "\n")
+    return out
