@@ -19,12 +19,19 @@ import sys
 import time
 from typing import Annotated, Literal
 
-from projects.prm_biasbench import data, tier1, tier2
+from projects.prm_biasbench import data, policy, tier1, tier2, tier3
 from projects.prm_biasbench import prms as prm_setup
+from projects.prm_biasbench.policy import PolicyConfig
+from projects.prm_biasbench.tier3 import RLConfig
+from shared import rng
 from shared.config import Fraction, NonNegativeInt, PositiveInt, Range
+from shared.data.arithmetic_trace_text import render_question
 from shared.data.arithmetic_traces import TraceConfig
+from shared.data.word_tokenizer import WordTokenizer
 from shared.results import append_metrics
-from shared.train import preemption
+from shared.train import latest_checkpoint_step, preemption
+from shared.train.policy_gradient import PolicyGradientConfig, train_policy_gradient
+from shared.train.sft import SFTConfig
 
 Tier = Literal["tier1", "tier2", "tier3"]
 PRM = Literal["decoder", "minilm"]
@@ -62,6 +69,8 @@ class Config:
     decoder: prm_setup.DecoderPRMConfig = prm_setup.DecoderPRMConfig()
     minilm: prm_setup.MiniLMPRMConfig = prm_setup.MiniLMPRMConfig()
     attack: tier2.AttackConfig = tier2.AttackConfig()
+    policy: PolicyConfig = PolicyConfig()
+    rl: RLConfig = RLConfig()
 
     def __post_init__(self):
         if not self.tiers or len(set(self.tiers)) != len(self.tiers):
@@ -72,9 +81,25 @@ class Config:
             raise ValueError(f"data.min_ops={self.data.min_ops} exceeds max_ops")
         if self.minilm.train.lm_weight:
             raise ValueError("minilm.train.lm_weight must be 0: MiniLM has no LM head here")
+        if self.rl.prm not in PRM.__args__:
+            raise ValueError(f"rl.prm={self.rl.prm!r}; choose one of {PRM.__args__}")
+        if self.rl.grpo.max_new_tokens != self.policy.max_new_tokens:
+            raise ValueError(
+                f"rl.grpo.max_new_tokens={self.rl.grpo.max_new_tokens} must equal "
+                f"policy.max_new_tokens={self.policy.max_new_tokens}"
+            )
+        if self.rl.grpo.eos_id != WordTokenizer.eos_id or self.rl.grpo.method != "grpo":
+            raise ValueError("rl.grpo must be method='grpo' with eos_id=2 (the word tokenizer's)")
+        if self.decoder.max_len < self.policy.prompt_len + self.policy.max_new_tokens + 1:
+            raise ValueError(
+                f"decoder.max_len={self.decoder.max_len} cannot hold a policy prompt and response "
+                f"({self.policy.prompt_len} + {self.policy.max_new_tokens} + 1 tokens)"
+            )
 
     def prms_needed(self) -> tuple[str, ...]:
-        return self.prms if {"tier1", "tier2"} & set(self.tiers) else ()
+        needed = list(self.prms) if {"tier1", "tier2"} & set(self.tiers) else []
+        needed += [self.rl.prm] if "tier3" in self.tiers else []
+        return tuple(dict.fromkeys(needed))
 
 
 CONFIGS: dict[str, Config] = {
@@ -99,6 +124,27 @@ CONFIGS: dict[str, Config] = {
             continuous_steps=2,
             hamming_samples=2,
             chunk=8,
+        ),
+        policy=PolicyConfig(
+            dim=32,
+            num_layers=1,
+            num_heads=2,
+            ffn_dim=64,
+            max_new_tokens=48,
+            sft_size=16,
+            sft=SFTConfig(steps=2, batch_size=8),
+        ),
+        rl=RLConfig(
+            num_prompts=4,
+            eval_prompts=4,
+            grpo=PolicyGradientConfig(
+                method="grpo",
+                steps=2,
+                prompts_per_step=2,
+                samples_per_prompt=2,
+                max_new_tokens=48,
+                eos_id=2,
+            ),
         ),
     ),  # fmt: skip
     "cpu": Config(),
@@ -128,9 +174,13 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
         append_metrics(workdir, {"phase": f"prm_{name}", "seconds": time.perf_counter() - t0})
     metrics: dict[str, float] = {}
     if "tier1" in cfg.tiers:
-        metrics |= run_tier1(cfg, trace_cfg, train, trained, workdir)
+        metrics |= run_tier1(
+            cfg, trace_cfg, {name: trained[name] for name in cfg.prms}, train, workdir
+        )
     if "tier2" in cfg.tiers:
         metrics |= run_tier2(cfg, trace_cfg, train, trained, workdir)
+    if "tier3" in cfg.tiers:
+        metrics |= run_tier3(cfg, trace_cfg, train, trained, workdir)
     metrics["wall_s"] = time.perf_counter() - t0
     return metrics
 
@@ -164,4 +214,45 @@ def run_tier2(cfg, trace_cfg, train, trained, workdir) -> dict[str, float]:
         out |= found
         out[f"tier2/{name}/seconds"] = time.perf_counter() - t0
     (workdir / "tier2_curves.json").write_text(json.dumps(curves) + "\n")
+    return out
+
+
+def run_tier3(cfg, trace_cfg, train, trained, workdir) -> dict[str, float]:
+    tok = data.word_tokenizer(trace_cfg)
+    scorer = trained[cfg.rl.prm].scorer
+    sft_traces = data.held_out(cfg.policy.sft_size, trace_cfg, cfg.seed, "policy_sft", train)
+    seen = frozenset([*(e.problem for e in train), *(t.problem for t in sft_traces)])
+    n_rl, n_eval = cfg.rl.num_prompts, cfg.rl.eval_prompts
+    rl_traces = data.draw_problems(n_rl + n_eval, trace_cfg, cfg.seed, "rl_prompts", seen)
+    questions = [render_question(t.problem) for t in rl_traces]
+    prompts = policy.prompts(tok, questions, cfg.policy.prompt_len)
+    preemption.check("tier 3, policy pretraining")
+    log(f"tier 3: pretraining the policy on {len(sft_traces)} correct solutions")
+    model = policy.pretrain(cfg.policy, tok, sft_traces, cfg.seed, workdir)
+    key = rng.stream(cfg.seed, "tier3_eval")
+    max_new = cfg.policy.max_new_tokens
+    initial = tier3.evaluate_policy(model, tok, scorer, prompts[n_rl:], max_new, key)
+    grpo = dataclasses.replace(cfg.rl.grpo, seed=cfg.seed)
+    log(f"tier 3: GRPO for {grpo.steps} steps against the {cfg.rl.prm} PRM's r_last")
+    first = latest_checkpoint_step(workdir / "checkpoints" / "rl") or 0
+    reward = tier3.PRMReward(scorer, tok, workdir, first)
+    train_policy_gradient(model, prompts[:n_rl], reward, grpo, workdir=workdir, phase="rl",
+                          log_every=max(1, min(10, grpo.steps)))  # fmt: skip
+    final = tier3.evaluate_policy(model, tok, scorer, prompts[n_rl:], max_new, key)
+    p = f"tier3/{cfg.rl.prm}"
+    out = {
+        f"{p}/r_initial": initial["r"], f"{p}/r_final": final["r"],
+        f"{p}/r_canonical": final["r_canonical"],
+        f"{p}/acc_initial": initial["accuracy"], f"{p}/acc_final": final["accuracy"],
+        f"{p}/non_canonical_initial": initial["non_canonical"],
+        f"{p}/non_canonical_final": final["non_canonical"],
+        f"{p}/gain": final["r"] - initial["r"],
+    }  # fmt: skip
+    share = tier3.stylistic_share(initial["r"], final["r"], final["r_canonical"], cfg.rl.min_gain)
+    if share is not None:
+        out[f"{p}/stylistic_share"] = share
+    curve = tier3.read_curve(workdir / "metrics.jsonl")
+    summary = {"metrics": out, "curve": curve, "initial_samples": initial["texts"][:8],
+               "final_samples": final["texts"][:8]}  # fmt: skip
+    (workdir / "tier3.json").write_text(json.dumps(summary, indent=1) + "\n")
     return out
