@@ -81,8 +81,6 @@ class Config:
             raise ValueError(f"data.min_ops={self.data.min_ops} exceeds max_ops")
         if self.minilm.train.lm_weight:
             raise ValueError("minilm.train.lm_weight must be 0: MiniLM has no LM head here")
-        if self.rl.prm not in PRM.__args__:
-            raise ValueError(f"rl.prm={self.rl.prm!r}; choose one of {PRM.__args__}")
         if self.rl.grpo.max_new_tokens != self.policy.max_new_tokens:
             raise ValueError(
                 f"rl.grpo.max_new_tokens={self.rl.grpo.max_new_tokens} must equal "
@@ -148,7 +146,31 @@ CONFIGS: dict[str, Config] = {
         ),
     ),  # fmt: skip
     "cpu": Config(),
-    "paper": Config(),
+    # The paper's scale where it is known (spec §4): a 1.5B decoder PRM in bf16 shaped like
+    # Skywork-o1-PRM-1.5B (Qwen2.5-Math-1.5B: 28 layers, width 1536, 12 query / 2 KV heads, FFN
+    # 8960), MiniLM fully fine-tuned, the attack and RL settings of spec §5 (m = 8, 100 GCG
+    # iterations, top-k 32, B = 64, 200 solutions; GRPO with 8 samples per prompt, 2,000 steps).
+    # The policy is not given by the paper: spec §5's 4-layer GPT. Data: the synthetic traces
+    # (ProcessBench and AIME are not available offline). Built and rehearsed, not run here.
+    "paper": Config(
+        data=DataConfig(train_size=50000, eval_size=500),
+        decoder=prm_setup.DecoderPRMConfig(
+            dim=1536,
+            num_layers=28,
+            num_heads=12,
+            num_kv_heads=2,
+            ffn_dim=8960,
+            max_len=4096,
+            dtype="bfloat16",
+            train=prm_setup.PRMTrainConfig(steps=5000, batch_size=64, lr=1e-5, lm_weight=1.0),
+        ),
+        minilm=prm_setup.MiniLMPRMConfig(
+            trainable_layers=6,
+            train=prm_setup.PRMTrainConfig(steps=5000, batch_size=64, lr=5e-5, warmup_steps=200),
+        ),
+        attack=tier2.AttackConfig(),
+        rl=RLConfig(num_prompts=2000, eval_prompts=500),
+    ),  # fmt: skip
 }
 
 
@@ -173,12 +195,11 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
             trained[name] = prm_setup.train_minilm(cfg.minilm, train, cfg.seed, workdir)
         append_metrics(workdir, {"phase": f"prm_{name}", "seconds": time.perf_counter() - t0})
     metrics: dict[str, float] = {}
+    tested = {name: trained[name] for name in cfg.prms if name in trained}  # tiers 1 and 2
     if "tier1" in cfg.tiers:
-        metrics |= run_tier1(
-            cfg, trace_cfg, {name: trained[name] for name in cfg.prms}, train, workdir
-        )
+        metrics |= run_tier1(cfg, trace_cfg, train, tested, workdir)
     if "tier2" in cfg.tiers:
-        metrics |= run_tier2(cfg, trace_cfg, train, trained, workdir)
+        metrics |= run_tier2(cfg, trace_cfg, train, tested, workdir)
     if "tier3" in cfg.tiers:
         metrics |= run_tier3(cfg, trace_cfg, train, trained, workdir)
     metrics["wall_s"] = time.perf_counter() - t0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from flax import nnx
@@ -22,7 +22,7 @@ from projects.prm_biasbench.prm_train import PRMTrainConfig, train_prm, training
 from projects.prm_biasbench.processors import DecoderProcessor, MiniLMProcessor
 from projects.prm_biasbench.scoring import Scorer
 from shared import rng
-from shared.config import PositiveInt, Range
+from shared.config import NonNegativeInt, PositiveInt, Range
 from shared.data.tokenizers import minilm_tokenizer
 from shared.models.llama import LlamaConfig
 from shared.models.pretrained.minilm import load_minilm
@@ -34,9 +34,11 @@ PRM_NAMES = ("decoder", "minilm")
 class DecoderPRMConfig:
     dim: PositiveInt = 128  # model width (spec: d = 128)
     num_layers: PositiveInt = 4  # decoder blocks (spec: 4)
-    num_heads: PositiveInt = 4  # attention heads (as many key/value heads)
+    num_heads: PositiveInt = 4  # attention heads
+    num_kv_heads: NonNegativeInt = 0  # key/value heads (grouped-query); 0: as many as num_heads
     ffn_dim: PositiveInt = 344  # SwiGLU width (the shared `tiny` size)
     max_len: PositiveInt = 192  # context: longer prompts are refused
+    dtype: Literal["float32", "bfloat16"] = "float32"  # compute dtype (parameters stay float32)
     train: PRMTrainConfig = PRMTrainConfig()
 
 
@@ -56,9 +58,10 @@ class TrainedPRM:
 
 
 def decoder_llama_config(cfg: DecoderPRMConfig, vocab_size: int) -> LlamaConfig:
+    kv_heads = cfg.num_kv_heads or cfg.num_heads
     return LlamaConfig(
-        vocab_size, cfg.dim, cfg.num_layers, cfg.num_heads, cfg.num_heads, cfg.ffn_dim,
-        max_seq_len=cfg.max_len,
+        vocab_size, cfg.dim, cfg.num_layers, cfg.num_heads, kv_heads, cfg.ffn_dim,
+        max_seq_len=cfg.max_len, dtype=cfg.dtype,
     )  # fmt: skip
 
 

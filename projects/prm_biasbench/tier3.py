@@ -21,6 +21,7 @@ import dataclasses
 import json
 import pathlib
 import re
+from typing import Literal
 
 import jax
 import numpy as np
@@ -33,7 +34,6 @@ from shared.data.arithmetic_trace_text import parse_equations, parse_question
 from shared.data.arithmetic_traces import evaluate
 from shared.data.word_tokenizer import WordTokenizer
 from shared.models.sampling import generate
-from shared.results import append_metrics
 from shared.train.policy_gradient import PolicyGradientConfig, response_lengths, sequence_rewards
 
 _ANSWER = re.compile(r"Answer: (-?\d+)")
@@ -41,7 +41,7 @@ _ANSWER = re.compile(r"Answer: (-?\d+)")
 
 @dataclasses.dataclass(frozen=True)
 class RLConfig:
-    prm: str = "decoder"  # the PRM whose r_last is the reward: decoder or minilm
+    prm: Literal["decoder", "minilm"] = "decoder"  # the PRM whose r_last is the reward
     num_prompts: PositiveInt = 512  # RL training prompts (held out from PRM and policy data)
     eval_prompts: PositiveInt = 128  # held-out prompts of the start/end evaluation
     # GRPO: 8 samples per prompt (spec); its seed is replaced by the run's seed, its
@@ -89,6 +89,11 @@ def token_zero_rewards(rewards: np.ndarray, responses: np.ndarray) -> np.ndarray
     return token
 
 
+def _append(path: pathlib.Path, record: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
 class PRMReward:
     """`reward_fn(prompts, responses) -> [B]` for `train_policy_gradient`; logs every call."""
 
@@ -103,7 +108,8 @@ class PRMReward:
         rewards = np.asarray(sequence_rewards(token_zero_rewards(r_last, responses), lengths))
         self.step += 1
         if self.workdir is not None:
-            append_metrics(self.workdir, {
+            # appended directly: shared.results.append_metrics drops other rows with a "step"
+            _append(self.workdir / "metrics.jsonl", {
                 "phase": "rl_samples", "step": self.step,
                 "prm_reward": float(rewards.mean()),
                 "accuracy": float(np.mean([correct(q, t) for q, t in zip(questions, texts)])),
