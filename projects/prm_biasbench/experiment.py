@@ -145,7 +145,54 @@ CONFIGS: dict[str, Config] = {
             ),
         ),
     ),  # fmt: skip
-    "cpu": Config(),
+    # Spec §5 scaled to about 15 minutes per table (3 seeds) on 2 CPU cores: numbers up to 10
+    # (a 2-layer PRM learns to spot slips among them within 1,000 steps; up to 99 it did not
+    # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 3 blocks
+    # fine-tuned for 200 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
+    # 150 GRPO steps (spec: 2,000).
+    "cpu": Config(
+        data=DataConfig(max_value=10, train_size=4000, eval_size=200),
+        decoder=prm_setup.DecoderPRMConfig(
+            dim=64,
+            num_layers=2,
+            num_heads=4,
+            ffn_dim=172,
+            train=prm_setup.PRMTrainConfig(steps=1000, batch_size=32, lr=3e-3, lm_weight=1.0),
+        ),
+        minilm=prm_setup.MiniLMPRMConfig(
+            trainable_layers=3,
+            train=prm_setup.PRMTrainConfig(steps=200, batch_size=16, lr=5e-4, warmup_steps=20),
+        ),
+        attack=tier2.AttackConfig(
+            num_solutions=16,
+            iterations=30,
+            candidates=32,
+            continuous_steps=50,
+            hamming_samples=8,
+        ),
+        policy=PolicyConfig(
+            dim=64,
+            num_layers=2,
+            num_heads=4,
+            ffn_dim=172,
+            sft_size=4000,
+            sft=SFTConfig(steps=600, batch_size=32, lr=3e-3),
+        ),
+        rl=RLConfig(
+            num_prompts=512,
+            eval_prompts=128,
+            grpo=PolicyGradientConfig(
+                method="grpo",
+                steps=150,
+                prompts_per_step=8,
+                samples_per_prompt=8,
+                max_new_tokens=64,
+                eos_id=2,
+                lr=3e-4,
+                grad_clip=1.0,
+            ),
+        ),
+    ),
     # The paper's scale where it is known (spec §4): a 1.5B decoder PRM in bf16 shaped like
     # Skywork-o1-PRM-1.5B (Qwen2.5-Math-1.5B: 28 layers, width 1536, 12 query / 2 KV heads, FFN
     # 8960), MiniLM fully fine-tuned, the attack and RL settings of spec §5 (m = 8, 100 GCG
