@@ -41,8 +41,8 @@ PRM = Literal["decoder", "minilm"]
 class DataConfig:
     min_ops: PositiveInt = 3  # operations per problem, fewest (spec: 3-6 steps)
     max_ops: PositiveInt = 6  # most
-    # numbers and results lie in [0, max_value] (operands too); small values keep the arithmetic
-    # a small PRM must verify learnable on a CPU (Reconstruction: the spec's example is 17 + 25)
+    # numbers and results lie in [0, max_value] (operands too); the cpu config uses 10, which a
+    # small PRM learns to verify on a CPU (README, Scale); the spec's example is 17 + 25 = 42
     max_value: Annotated[int, Range(2)] = 99
     max_slip: PositiveInt = 3  # a slip writes a result off by 1..max_slip
     train_size: PositiveInt = 8000  # PRM training solutions
@@ -151,7 +151,7 @@ CONFIGS: dict[str, Config] = {
     # fine-tuned for 200 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
     # 150 GRPO steps (spec: 2,000).
     "cpu": Config(
-        data=DataConfig(max_value=10, train_size=4000, eval_size=200),
+        data=DataConfig(max_value=10, train_size=4000, eval_size=100),
         decoder=prm_setup.DecoderPRMConfig(
             dim=64,
             num_layers=2,

@@ -149,3 +149,17 @@ def test_bad_input_is_refused_clearly():
     short = Trace(Problem(3, (("+", 1),)), (Step(3, "+", 1, 4),))
     with pytest.raises(ValueError, match="at least 2 steps"):
         _perturbed("skipped_step", short)
+
+
+def test_training_pairs_and_held_out_sets_are_disjoint():
+    train = data.training_set(40, 0.5, IN_DISTRIBUTION, 0)
+    slipped = [e for e in train if 0 in e.labels]
+    assert len(train) == 40 and len(slipped) == 20
+    clean_problems = {e.problem for e in train if 0 not in e.labels}
+    assert {e.problem for e in slipped} <= clean_problems  # each slip beside its clean twin
+    held = data.held_out(30, IN_DISTRIBUTION, 0, "tier1", train)
+    assert not {t.problem for t in held} & {e.problem for e in train}
+    assert data.training_set(40, 0.5, IN_DISTRIBUTION, 0) == train  # seeded
+    # more slips than clean solutions: every clean one is a twin, the rest unpaired
+    skewed = data.training_set(10, 0.7, IN_DISTRIBUTION, 0)
+    assert sum(0 in e.labels for e in skewed) == 7 and len({e.problem for e in skewed}) == 7
