@@ -93,15 +93,37 @@ def clean(traces: list) -> list[Example]:
     return [example(t.problem, render_prm(t)) for t in traces]
 
 
-def perturbed(kind: str, traces: list, cfg: TraceConfig, seed: int) -> list[Example]:
-    """Every trace perturbed by `kind`, trace i with numpy_rng(seed, "perturb/kind", i)."""
-    perturbations.check_type(kind)
-    out = []
-    for i, t in enumerate(traces):
-        gen = rng.numpy_rng(seed, f"perturb/{kind}", i)
-        text = perturbations.perturb(kind, t.problem, render_prm(t), gen, cfg)
-        out.append(example(t.problem, text))
-    return out
+def perturbable(
+    n: int, cfg: TraceConfig, seed: int, stream: str, train: list[Example]
+) -> tuple[list, dict[str, list[Example]], int]:
+    """`n` held-out correct traces (disjoint from the training problems) that admit every
+    perturbation type, each perturbed by every type (candidate i with numpy_rng(seed,
+    "perturb/<type>", i)) -> (traces, {type: examples}, rejected). A candidate with a type that
+    has no option within the number bounds (`perturbations.NotApplicable`, e.g. no contradiction
+    keeps 0..10) is rejected and counted, so every type sees the same solutions."""
+    gen = rng.numpy_rng(seed, stream)
+    seen = {e.problem for e in train}
+    traces, sets, candidate = [], {k: [] for k in perturbations.TYPES}, 0
+    while len(traces) < n:
+        t = sample_trace(gen, cfg)
+        if t.problem in seen:
+            continue
+        seen.add(t.problem)
+        text, i = render_prm(t), candidate
+        candidate += 1
+        try:
+            out = {
+                k: perturbations.perturb(
+                    k, t.problem, text, rng.numpy_rng(seed, f"perturb/{k}", i), cfg
+                )
+                for k in perturbations.TYPES
+            }
+        except perturbations.NotApplicable:
+            continue
+        traces.append(t)
+        for k, perturbed_text in out.items():
+            sets[k].append(example(t.problem, perturbed_text))
+    return traces, sets, candidate - n
 
 
 def label_counts(examples: list[Example]) -> dict[str, float]:

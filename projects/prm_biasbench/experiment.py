@@ -151,13 +151,13 @@ CONFIGS: dict[str, Config] = {
     # fine-tuned for 200 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
     # 150 GRPO steps (spec: 2,000).
     "cpu": Config(
-        data=DataConfig(max_value=10, train_size=4000, eval_size=100),
+        data=DataConfig(max_value=10, train_size=8000, eval_size=100),
         decoder=prm_setup.DecoderPRMConfig(
             dim=64,
             num_layers=2,
             num_heads=4,
             ffn_dim=172,
-            train=prm_setup.PRMTrainConfig(steps=1000, batch_size=32, lr=3e-3, lm_weight=1.0),
+            train=prm_setup.PRMTrainConfig(steps=1000, batch_size=64, lr=3e-3, lm_weight=1.0),
         ),
         minilm=prm_setup.MiniLMPRMConfig(
             trainable_layers=3,
@@ -254,11 +254,12 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
 
 
 def run_tier1(cfg, trace_cfg, train, trained, workdir) -> dict[str, float]:
-    traces = data.held_out(cfg.data.eval_size, trace_cfg, cfg.seed, "tier1", train)
+    traces, perturbed, rejected = data.perturbable(
+        cfg.data.eval_size, trace_cfg, cfg.seed, "tier1", train
+    )
     clean = data.clean(traces)
     slips = data.slipped(traces, trace_cfg, cfg.seed, "tier1_slips")
-    perturbed = tier1.perturbation_sets(traces, trace_cfg, cfg.seed)
-    out = tier1.truth_shares(perturbed)
+    out = tier1.truth_shares(perturbed) | {"tier1/rejected_problems": float(rejected)}
     for name, prm in trained.items():
         preemption.check(f"tier 1, {name} PRM")
         log(f"tier 1: scoring {len(traces)} solutions x 10 sets with the {name} PRM")

@@ -49,6 +49,10 @@ WORDS = ("Next", "Then", "Now", ",", "Let", "us", "compute", "this", "carefully"
          "easy", "to", "We", "go", "on", "step")  # fmt: skip
 
 
+class NotApplicable(ValueError):
+    """This solution admits no perturbation of this type within the number bounds."""
+
+
 def _offsets(max_slip: int) -> list[int]:
     return [o for o in range(-max_slip, max_slip + 1) if o]
 
@@ -119,13 +123,15 @@ def swapped_operand(problem, steps, answer, rng, cfg) -> str:
             new = Step(s.lhs, s.op, b, apply_op(s.op, s.lhs, b))
             if b != s.rhs and (chain := _follow(steps, j, new, cfg.max_value)) is not None:
                 options.append(chain)
+    if not options:
+        raise NotApplicable(f"no step of {problem} admits another operand within bounds")
     chain = options[int(rng.integers(len(options)))]
     return render_canonical(chain, chain[-1].written)
 
 
 def skipped_step(problem, steps, answer, rng, cfg) -> str:
     if len(steps) < 2:
-        raise ValueError("skipped_step needs at least 2 steps (the last one is kept)")
+        raise NotApplicable("skipped_step needs at least 2 steps (the last one is kept)")
     j = int(rng.integers(len(steps) - 1))
     return render_canonical([*steps[:j], *steps[j + 1 :]], answer)
 
@@ -141,7 +147,7 @@ def contradiction(problem, steps, answer, rng, cfg) -> str:
             if (chain := _follow(steps, j, new, cfg.max_value)) is not None:
                 options.append(chain)
     if not options:
-        raise ValueError(f"no step of {problem} admits a contradiction within bounds")
+        raise NotApplicable(f"no step of {problem} admits a contradiction within bounds")
     chain = options[int(rng.integers(len(options)))]
     return render_canonical(chain, chain[-1].written)
 
@@ -168,6 +174,7 @@ def perturb(
     kind: str, problem: Problem, text: str, rng: np.random.Generator, cfg: TraceConfig
 ) -> str:
     """`text` (a canonical solution of `problem`) perturbed by `kind`; MalformedTraceError for
-    a text that is not canonical, ValueError for an unknown type."""
+    a text that is not canonical, ValueError for an unknown type, NotApplicable when no
+    perturbation of this type keeps every number within [0, cfg.max_value] (small bounds)."""
     parsed = parse_canonical(text)
     return _FUNCTIONS[check_type(kind)](problem, list(parsed.steps), parsed.answer, rng, cfg)

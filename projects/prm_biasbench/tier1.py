@@ -12,15 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from projects.prm_biasbench import data, metrics, perturbations
+from projects.prm_biasbench import data, metrics
 from projects.prm_biasbench.scoring import Scorer, r_last, r_min
 from projects.prm_biasbench.steps import first_error
-from shared.data.arithmetic_traces import TraceConfig
-
-
-def perturbation_sets(traces: list, cfg: TraceConfig, seed: int) -> dict[str, list[data.Example]]:
-    """Every perturbation type applied to every held-out trace (PRM-independent)."""
-    return {kind: data.perturbed(kind, traces, cfg, seed) for kind in perturbations.TYPES}
 
 
 def _pairs(examples: list[data.Example]) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from shared.data.arithmetic_traces import (
     Problem,
     Step,
     Trace,
+    TraceConfig,
     sample_trace,
     with_slip,
 )
@@ -147,8 +148,28 @@ def test_bad_input_is_refused_clearly():
             "synonym", t.problem, "Step 1: nonsense", np.random.default_rng(0), IN_DISTRIBUTION
         )
     short = Trace(Problem(3, (("+", 1),)), (Step(3, "+", 1, 4),))
-    with pytest.raises(ValueError, match="at least 2 steps"):
+    with pytest.raises(perturbations.NotApplicable, match="at least 2 steps"):
         _perturbed("skipped_step", short)
+
+
+def test_small_bounds_reject_solutions_without_a_contradiction_and_count_them():
+    """Up to 10, 1 * 10 = 10, 10 - 10 = 0, 0 + 1 = 1, 1 * 6 = 6 admits no contradiction (every
+    other start of a step leaves 0..10 or makes an operation illegal)."""
+    small = TraceConfig(max_operand=10, max_value=10)
+    t = Trace(
+        Problem(1, (("*", 10), ("-", 10), ("+", 1), ("*", 6))),
+        (Step(1, "*", 10, 10), Step(10, "-", 10, 0), Step(0, "+", 1, 1), Step(1, "*", 6, 6)),
+    )
+    gen = np.random.default_rng(0)
+    with pytest.raises(perturbations.NotApplicable, match="contradiction"):
+        perturbations.perturb("contradiction", t.problem, render_prm(t), gen, small)
+    train = data.training_set(20, 0.5, small, 0)
+    traces, sets, rejected = data.perturbable(300, small, 0, "tier1", train)
+    assert len(traces) == 300 and rejected > 0  # about 1 in 75 at this bound
+    for kind, examples in sets.items():
+        assert [e.problem for e in examples] == [t.problem for t in traces]
+        assert all(e.labels[-1] == (kind in perturbations.STYLE) for e in examples)
+    assert data.perturbable(300, small, 0, "tier1", train)[1] == sets  # seeded
 
 
 def test_training_pairs_and_held_out_sets_are_disjoint():
