@@ -149,7 +149,7 @@ CONFIGS: dict[str, Config] = {
     # (a 2-layer PRM learns to spot slips among them within 1,000 steps; up to 99 it did not
     # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 3 blocks
     # fine-tuned for 200 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
-    # 150 GRPO steps (spec: 2,000).
+    # 100 GRPO steps (spec: 2,000).
     "cpu": Config(
         data=DataConfig(max_value=10, train_size=8000, eval_size=100),
         decoder=prm_setup.DecoderPRMConfig(
@@ -183,7 +183,7 @@ CONFIGS: dict[str, Config] = {
             eval_prompts=128,
             grpo=PolicyGradientConfig(
                 method="grpo",
-                steps=150,
+                steps=100,
                 prompts_per_step=8,
                 samples_per_prompt=8,
                 max_new_tokens=64,
