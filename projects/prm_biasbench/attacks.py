@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -126,8 +127,10 @@ def gcg(
     candidates: int,
     gen: np.random.Generator,
     chunk: int = 256,
+    progress: Callable[[int, np.ndarray], None] | None = None,
 ) -> GCGResult:
-    """GCG from suffixes `init` [N, m]; allowed [V] bool marks the tokens a suffix may use."""
+    """GCG from suffixes `init` [N, m]; allowed [V] bool marks the tokens a suffix may use;
+    `progress(iteration, best logits)` is called after every iteration."""
     suffix = init.copy()
     n, m = suffix.shape
     best = evaluate(graphdef, state, sb, suffix[:, None], chunk)[:, 0]
@@ -149,6 +152,8 @@ def gcg(
         suffix[better] = cand[np.arange(n), j][better]
         best = np.where(better, scores[np.arange(n), j], best)
         trace.append(best.copy())
+        if progress is not None:
+            progress(len(trace) - 1, best)
     return GCGResult(suffix, best, np.stack(trace))
 
 

@@ -10,6 +10,7 @@ r_last against the Hamming distance from the GCG suffix (figure).
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 
@@ -75,9 +76,17 @@ def attack_prm(
     sb = attacks.suffix_batch(rows, init, scorer.processor.pad_id)
     g, s = scorer.graphdef, scorer.state
     random_logit = attacks.evaluate(g, s, sb, init[:, None], cfg.chunk)[:, 0]
+
+    def progress(iteration: int, best: np.ndarray) -> None:
+        if iteration % 10 == 0 or iteration == cfg.iterations:
+            r = float(_sigmoid(best).mean())
+            print(f"tier 2, {name}: GCG {iteration}/{cfg.iterations}, mean r_last {r:.3f}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
     result = attacks.gcg(
-        g, s, sb, init, allowed, cfg.iterations, cfg.top_k, cfg.candidates, gen, cfg.chunk
-    )
+        g, s, sb, init, allowed, cfg.iterations, cfg.top_k, cfg.candidates, gen, cfg.chunk,
+        progress,
+    )  # fmt: skip
     cont = attacks.continuous(g, s, sb, result.suffix, cfg.continuous_steps, cfg.continuous_lr)
     hamming = []
     for d in range(m + 1):
