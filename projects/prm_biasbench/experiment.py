@@ -147,8 +147,8 @@ CONFIGS: dict[str, Config] = {
     ),  # fmt: skip
     # Spec §5 scaled to about 15 minutes per table (3 seeds) on 2 CPU cores: numbers up to 10
     # (a 2-layer PRM learns to spot slips among them within 1,000 steps; up to 99 it did not
-    # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 3 blocks
-    # fine-tuned for 200 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
+    # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 2 blocks
+    # fine-tuned for 150 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
     # 100 GRPO steps (spec: 2,000).
     "cpu": Config(
         data=DataConfig(max_value=10, train_size=8000, eval_size=100),
@@ -157,11 +157,11 @@ CONFIGS: dict[str, Config] = {
             num_layers=2,
             num_heads=4,
             ffn_dim=172,
-            train=prm_setup.PRMTrainConfig(steps=1000, batch_size=64, lr=3e-3, lm_weight=1.0),
+            train=prm_setup.PRMTrainConfig(steps=1500, batch_size=32, lr=3e-3, lm_weight=1.0),
         ),
         minilm=prm_setup.MiniLMPRMConfig(
-            trainable_layers=3,
-            train=prm_setup.PRMTrainConfig(steps=200, batch_size=16, lr=5e-4, warmup_steps=20),
+            trainable_layers=2,
+            train=prm_setup.PRMTrainConfig(steps=150, batch_size=16, lr=5e-4, warmup_steps=20),
         ),
         attack=tier2.AttackConfig(
             num_solutions=16,
