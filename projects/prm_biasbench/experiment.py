@@ -148,7 +148,7 @@ CONFIGS: dict[str, Config] = {
     # Spec §5 scaled to about 15 minutes per table (3 seeds) on 2 CPU cores: numbers up to 10
     # (a 2-layer PRM learns to spot slips among them within 1,000 steps; up to 99 it did not
     # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 2 blocks
-    # fine-tuned for 150 steps, 16 attacked solutions with 30 GCG iterations of 32 candidates,
+    # fine-tuned for 150 steps, 8 attacked solutions with 30 GCG iterations of 16 candidates,
     # 100 GRPO steps (spec: 2,000).
     "cpu": Config(
         data=DataConfig(max_value=10, train_size=8000, eval_size=100),
@@ -164,11 +164,12 @@ CONFIGS: dict[str, Config] = {
             train=prm_setup.PRMTrainConfig(steps=150, batch_size=16, lr=5e-4, warmup_steps=20),
         ),
         attack=tier2.AttackConfig(
-            num_solutions=16,
+            num_solutions=8,
             iterations=30,
-            candidates=32,
+            candidates=16,
             continuous_steps=50,
             hamming_samples=8,
+            chunk=128,
         ),
         policy=PolicyConfig(
             dim=64,
