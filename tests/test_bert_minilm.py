@@ -208,3 +208,25 @@ def test_random_init_bert_and_encoder_block_defaults():
     default = nnx.eval_shape(lambda: EncoderBlock(8, 2, 16, rngs=nnx.Rngs(0)))
     assert default.norm1.epsilon == default.norm2.epsilon == 1e-6 and default.norm_first
     assert default.activation is nnx.gelu
+
+
+def test_word_vectors_and_an_extra_mask():
+    """`word_vectors` equal to the lookup change nothing; a block-causal `mask` makes the states
+    of a prefix independent of what follows it, and equal to the prefix run alone."""
+    cfg = BertConfig(vocab_size=50, dim=16, num_layers=2, num_heads=2, ffn_dim=32, max_positions=12)
+    bert = _random_bert(cfg)
+    ids = jnp.asarray(np.random.default_rng(2).integers(1, 50, (2, 8)), jnp.int32)
+    valid = jnp.ones((2, 8), bool)
+    plain = bert(ids, valid)
+    same = bert(ids, valid, word_vectors=bert.word_embed(ids))
+    np.testing.assert_allclose(same, plain, atol=1e-6)
+    all_true = bert(ids, valid, mask=jnp.ones((1, 1, 8, 8), bool))
+    np.testing.assert_allclose(all_true, plain, atol=1e-6)
+    blocks = jnp.array([0, 0, 0, 1, 1, 2, 2, 2])
+    causal = (blocks[None, :] <= blocks[:, None])[None, None]  # query block >= key block
+    full = bert(ids, valid, mask=causal)
+    other = bert(ids.at[:, 5:].set(7), valid, mask=causal)
+    np.testing.assert_allclose(full[:, :5], other[:, :5], atol=1e-6)
+    prefix = bert(ids[:, :5], valid[:, :5], mask=causal[..., :5, :5])
+    np.testing.assert_allclose(full[:, :5], prefix, atol=1e-5)
+    assert not np.allclose(full[:, :5], plain[:, :5], atol=1e-3)  # the mask did something

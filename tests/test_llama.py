@@ -250,3 +250,13 @@ def test_grouped_attention_equals_repeated_heads_without_repeating(heads, kv_hea
         np.testing.assert_allclose(
             grouped_attention(q, k, v, mask), dot_product_attention(q, kr, vr, mask), atol=1e-6
         )
+
+
+def test_input_embeddings_replace_the_token_lookup():
+    model = _model()
+    x = _tokens((2, 10))
+    emb = model.embed_tokens(x)
+    np.testing.assert_allclose(model(x, embeddings=emb), _forward(model, x), atol=1e-5)
+    shifted = model(x, embeddings=emb.at[:, 4].add(0.5))
+    np.testing.assert_allclose(shifted[:, :4], _forward(model, x)[:, :4], atol=1e-5)
+    assert float(jnp.abs(shifted[:, 4:] - _forward(model, x)[:, 4:]).max()) > 1e-4

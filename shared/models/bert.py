@@ -60,8 +60,16 @@ class Bert(nnx.Module):
             norm_eps=cfg.norm_eps,
         )
 
-    def embed(self, ids: jax.Array, token_types: jax.Array | None = None) -> jax.Array:
-        """ids: [B, S] int -> normalised embeddings [B, S, D] (positions 0..S-1)."""
+    def embed(
+        self,
+        ids: jax.Array,
+        token_types: jax.Array | None = None,
+        word_vectors: jax.Array | None = None,
+    ) -> jax.Array:
+        """ids: [B, S] int -> normalised embeddings [B, S, D] (positions 0..S-1).
+
+        `word_vectors` [B, S, D] replace the word-embedding lookup of `ids` (gradients and
+        continuous optimization with respect to the input embeddings)."""
         s = ids.shape[1]
         if s > self.cfg.max_positions:
             raise ValueError(
@@ -70,16 +78,25 @@ class Bert(nnx.Module):
             )
         if token_types is None:
             token_types = jnp.zeros_like(ids)
-        x = self.word_embed(ids) + self.position_embed(jnp.arange(s))[None]
+        words = self.word_embed(ids) if word_vectors is None else word_vectors
+        x = words + self.position_embed(jnp.arange(s))[None]
         return self.embed_norm(x + self.type_embed(token_types))
 
     def __call__(
-        self, ids: jax.Array, valid: jax.Array, token_types: jax.Array | None = None
+        self,
+        ids: jax.Array,
+        valid: jax.Array,
+        token_types: jax.Array | None = None,
+        *,
+        mask: jax.Array | None = None,
+        word_vectors: jax.Array | None = None,
     ) -> jax.Array:
         """ids: [B, S] int; valid: [B, S] bool (False = padding); token_types: [B, S] int or None
         -> hidden states [B, S, D]. Padding keys are masked out of attention, so the states of
-        valid tokens do not depend on how much padding follows them."""
-        return self.encoder(self.embed(ids, token_types), valid=valid)
+        valid tokens do not depend on how much padding follows them. `mask` [B|1, 1, S, S]
+        further restricts attention (True = attend); `word_vectors` see `embed`."""
+        x = self.embed(ids, token_types, word_vectors)
+        return self.encoder(x, valid=valid, mask=mask)
 
 
 def mean_pool(hidden: jax.Array, valid: jax.Array) -> jax.Array:

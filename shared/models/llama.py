@@ -272,6 +272,7 @@ class Llama(nnx.Module):
         cache: KVCache | None = None,
         positions: jax.Array | None = None,
         key_valid: jax.Array | None = None,
+        embeddings: jax.Array | None = None,
     ) -> jax.Array | tuple[jax.Array, KVCache]:
         """Without a cache: causal attention over `tokens`, positions 0..T-1, returns logits.
 
@@ -282,7 +283,10 @@ class Llama(nnx.Module):
         row's first real token; default: its slot) and `key_valid` [B, S] bool marks the real
         key slots (S = T without a cache, the cache capacity with one), so no query attends to a
         pad. Queries at pad slots see no key; their outputs are finite and meaningless as long
-        as pad slots hold in-vocabulary ids (an out-of-range id embeds as NaN)."""
+        as pad slots hold in-vocabulary ids (an out-of-range id embeds as NaN).
+
+        `embeddings` [B, T, D] replace the lookup of `tokens` (gradients and continuous
+        optimization with respect to the input embeddings; `tokens` still gives the shape)."""
         b, t = tokens.shape
         if cache is None and t > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.cfg.max_seq_len}")
@@ -302,7 +306,7 @@ class Llama(nnx.Module):
         mask = (keys[None, :] <= slots[:, None])[None, None]  # [1, 1, T, S]
         if padded:
             mask = mask & key_padding_mask(key_valid)  # [B, 1, T, S]
-        x = self.embed_tokens(tokens)
+        x = self.embed_tokens(tokens) if embeddings is None else embeddings
         new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])

@@ -12,6 +12,13 @@ from shared.models.attention import AttentionFn, dot_product_attention, key_padd
 from shared.models.layers import dropout, split_key
 
 
+def combine_masks(a: jax.Array | None, b: jax.Array | None) -> jax.Array | None:
+    """The AND of two broadcastable boolean attention masks; None stands for "attend to all"."""
+    if a is None or b is None:
+        return b if a is None else a
+    return a & b
+
+
 class MultiHeadAttention(nnx.Module):
     def __init__(
         self,
@@ -75,10 +82,16 @@ class EncoderBlock(nnx.Module):
         )
 
     def __call__(
-        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
+        self,
+        x: jax.Array,
+        *,
+        valid: jax.Array | None = None,
+        mask: jax.Array | None = None,
+        key: jax.Array | None = None,
     ) -> jax.Array:
-        """x: [B, S, D]; valid: [B, S] bool marks real (non-padding) tokens."""
-        mask = None if valid is None else key_padding_mask(valid)
+        """x: [B, S, D]; valid: [B, S] bool marks real (non-padding) tokens; mask: an extra
+        attention mask broadcastable to [B, N, S, S] (True = attend), ANDed with `valid`'s."""
+        mask = combine_masks(None if valid is None else key_padding_mask(valid), mask)
         k1, k2 = split_key(key, 2)
         if self.norm_first:
             x = x + dropout(self.attn(self.norm1(x), mask), self.dropout_rate, k1)
@@ -108,8 +121,14 @@ class TransformerEncoder(nnx.Module):
         )
 
     def __call__(
-        self, x: jax.Array, *, valid: jax.Array | None = None, key: jax.Array | None = None
+        self,
+        x: jax.Array,
+        *,
+        valid: jax.Array | None = None,
+        mask: jax.Array | None = None,
+        key: jax.Array | None = None,
     ) -> jax.Array:
+        """x: [B, S, D]; valid [B, S] and mask [B|1, N|1, S, S] as in `EncoderBlock`."""
         for block, k in zip(self.blocks, split_key(key, len(self.blocks))):
-            x = block(x, valid=valid, key=k)
+            x = block(x, valid=valid, mask=mask, key=k)
         return x
