@@ -8,6 +8,8 @@ with key/value heads repeated to the query heads; the default dot-product attent
 
 Incremental decoding passes a `KVCache` (explicit arrays, so the whole step is a pure function):
 `logits, cache = model(tokens, cache=cache)` writes the new keys/values at `cache.length`.
+Left-padded batches (rows of different lengths) add per-row RoPE `positions` and a `key_valid`
+mask of the real key slots (see `shared.models.generation`); without them nothing changes.
 
 `LlamaConfig.attention` names the attention of the full (cache-free) causal forward:
 "dot_product" (the pluggable masked function, default) or a mode of
@@ -30,6 +32,7 @@ from shared.models.attention import (
     causal_grouped_attention,
     dot_product_attention,
     grouped_attention,
+    key_padding_mask,
 )
 
 
@@ -181,8 +184,9 @@ class Attention(nnx.Module):
         self.attention_fn = attention_fn
         self.causal_fn = causal_attention(cfg.attention, cfg.attention_impl)
 
-    def __call__(self, x, cos, sin, mask, kv=None, start=None):
+    def __call__(self, x, cos, sin, mask, kv=None, start=None, padded=False):
         """x [B, T, D]; kv: this layer's cached (k, v) [B, S, K, H] written at `start`.
+        `padded`: the mask also hides pad keys, so the causal-only fast paths do not apply.
 
         Returns the output [B, T, D] and the updated (k, v) (None without a cache)."""
         b, t, _ = x.shape
@@ -194,10 +198,11 @@ class Attention(nnx.Module):
             k = jax.lax.dynamic_update_slice(kv[0], k.astype(kv[0].dtype), (0, start, 0, 0))
             v = jax.lax.dynamic_update_slice(kv[1], v.astype(kv[1].dtype), (0, start, 0, 0))
             kv = (k, v)
-        if kv is None and self.causal_fn is not None:
+        causal_only = kv is None and not padded  # the mask is the causal triangle, nothing more
+        if causal_only and self.causal_fn is not None:
             out = self.causal_fn(q, k, v)  # FP4 attention takes the K/V heads as they are
         elif self.attention_fn is dot_product_attention:  # the same function, K/V unrepeated
-            if kv is None:
+            if causal_only:
                 out = causal_grouped_attention(q, k, v)  # skips the blocks above the diagonal
             else:
                 out = grouped_attention(q, k, v, mask)
@@ -225,8 +230,8 @@ class DecoderBlock(nnx.Module):
         self.post_attention_layernorm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.mlp = SwiGLU(cfg, rngs=rngs)
 
-    def __call__(self, x, cos, sin, mask, kv=None, start=None):
-        a, kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start)
+    def __call__(self, x, cos, sin, mask, kv=None, start=None, padded=False):
+        a, kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, kv, start, padded)
         x = x + a
         return x + self.mlp(self.post_attention_layernorm(x)), kv
 
@@ -261,25 +266,47 @@ class Llama(nnx.Module):
         self.lm_head = None if cfg.tie_embeddings else _linear(cfg.dim, cfg.vocab_size, cfg, rngs)
 
     def __call__(
-        self, tokens: jax.Array, *, cache: KVCache | None = None
+        self,
+        tokens: jax.Array,
+        *,
+        cache: KVCache | None = None,
+        positions: jax.Array | None = None,
+        key_valid: jax.Array | None = None,
     ) -> jax.Array | tuple[jax.Array, KVCache]:
         """Without a cache: causal attention over `tokens`, positions 0..T-1, returns logits.
 
-        With a cache: `tokens` sit at positions cache.length .. cache.length+T-1 and attend to
-        every filled cache slot; returns (logits, cache advanced by T)."""
+        With a cache: `tokens` sit in slots cache.length .. cache.length+T-1 and attend to
+        every filled cache slot; returns (logits, cache advanced by T).
+
+        Left-padded rows: `positions` [B, T] int gives each token's RoPE position (0 at the
+        row's first real token; default: its slot) and `key_valid` [B, S] bool marks the real
+        key slots (S = T without a cache, the cache capacity with one), so no query attends to a
+        pad. Queries at pad slots see no key; their outputs are finite and meaningless as long
+        as pad slots hold in-vocabulary ids (an out-of-range id embeds as NaN)."""
         b, t = tokens.shape
         if cache is None and t > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.cfg.max_seq_len}")
+        padded = key_valid is not None
+        if padded and cache is None and self.cfg.attention != "dot_product":
+            raise ValueError(
+                f"attention={self.cfg.attention!r} takes no padding mask: run padded batches "
+                "with attention='dot_product' (or with a KV cache, which always uses it)"
+            )
         start = jnp.zeros((), jnp.int32) if cache is None else cache.length
-        positions = jnp.broadcast_to(start + jnp.arange(t), (b, t))
+        slots = start + jnp.arange(t)
+        if positions is None:
+            positions = jnp.broadcast_to(slots, (b, t))
         cos, sin = rope_angles(positions, self.cfg.resolved_head_dim, self.cfg.rope_base)
         keys = jnp.arange(t if cache is None else cache.k.shape[2])
-        mask = (keys[None, :] <= positions[0][:, None])[None, None]  # [1, 1, T, S]
+        # [1, 1, T, S]; causal in slots, which is causal in positions for padded rows too
+        mask = (keys[None, :] <= slots[:, None])[None, None]  # [1, 1, T, S]
+        if padded:
+            mask = mask & key_padding_mask(key_valid)  # [B, 1, T, S]
         x = self.embed_tokens(tokens)
         new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])
-            x, kv = layer(x, cos, sin, mask, kv, start)
+            x, kv = layer(x, cos, sin, mask, kv, start, padded)
             if kv is not None:
                 new_k.append(kv[0])
                 new_v.append(kv[1])
