@@ -25,7 +25,7 @@ R1_DISTILL_LLAMA_8B = LlamaConfig(
 )  # fmt: skip
 # The same layout shrunk for the rehearsal of the paper config (rehearsal.py).
 REHEARSAL_LAYOUT = dataclasses.replace(
-    R1_DISTILL_LLAMA_8B, vocab_size=256, dim=64, num_layers=2, num_heads=4, num_kv_heads=1,
+    R1_DISTILL_LLAMA_8B, vocab_size=384, dim=64, num_layers=2, num_heads=4, num_kv_heads=1,
     ffn_dim=224, max_seq_len=1024, dtype="float32",
 )  # fmt: skip
 LAYOUTS = {"r1-distill-llama-8b": R1_DISTILL_LLAMA_8B, "rehearsal": REHEARSAL_LAYOUT}

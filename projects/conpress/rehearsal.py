@@ -6,11 +6,11 @@ orbax checkpoint, all tiny and written here.
     python launch/rehearse.py projects/conpress
 
 A random model writes no "### Qi" marker and no correct answer, so no SFT pair would survive
-and the SFT stages would never run. So the tiny model is first taught (a few hundred steps,
-seconds) to answer the rehearsal's questions, which all have the answer 1, in the requested
-format, more briefly under a 2-question prompt: "The answer is \\boxed{1}" alone, "\\boxed{1}"
-per segment. Then every filter keeps pairs, and each SFT variant trains and checkpoints on the
-mesh.
+and the SFT stages would never run. So the tiny model is first taught (60 steps, seconds) to
+answer the rehearsal's questions, which all have the answer 1, in the requested format, and
+more briefly under a 2-question prompt (pressure by construction): "The answer is \\boxed{1}"
+alone, "\\boxed{1}" per segment. Then every filter keeps pairs, and each SFT variant trains
+and checkpoints on the mesh.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def write_data(directory: pathlib.Path) -> tuple[str, ...]:
     ckpt.wait_until_finished()
     backend = checkpoint_backend("rehearsal", str(weights), str(tokenizer), TEMPLATE, None)
     ids = [(backend.encode_prompt(p), backend.encode_text(r)) for p, r in pairs]
-    packed = pack_pairs(ids, 160, eos_id=backend.eos_id, pad_id=backend.pad_id)
-    teach = SFTConfig(steps=150, batch_size=8, lr=1e-2, warmup_fraction=0.05)
+    packed = pack_pairs(ids, 96, eos_id=backend.eos_id, pad_id=backend.pad_id)
+    teach = SFTConfig(steps=60, batch_size=8, lr=1e-2, warmup_fraction=0.05)
     train_sft(backend.model, packed, teach, checkpoints=False)
     ckpt.save(weights, nnx.state(backend.model, nnx.Param), force=True)
     ckpt.wait_until_finished()
@@ -115,7 +115,7 @@ REHEARSAL = Rehearsal(
         "sampling.batch_size=8",
         "sft.steps=2",
         "sft.batch_size=4",
-        "sft_seq_len=160",
+        "sft_seq_len=96",
         "sft_examples=4",
     ),
     checkpoints={f"rep0_{v}": SFT_STEPS for v in VARIANTS},
