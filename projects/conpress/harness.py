@@ -59,6 +59,7 @@ class Measurement:
     errors: dict[str, int]  # parse error kind -> count
     candidates: list[Candidate]  # every parsed answer, for the filters
     output_tokens: np.ndarray  # [outputs] all generated tokens of each output (markers too)
+    texts: list[str]  # every decoded output, prompt-major (for inspection)
 
     @property
     def failure_rate(self) -> float:
@@ -142,12 +143,13 @@ def measure(
     tokens, correct = np.zeros(shape, np.int64), np.zeros(shape, bool)
     parsed, truncated = np.zeros(shape, bool), np.zeros(shape, bool)
     errors: dict[str, int] = {}
-    candidates, totals = [], []
+    candidates, totals, texts = [], [], []
     for o, (ids, cut) in enumerate(outs):
         g, s = divmod(o, samples)
         text, spans = token_spans(ids, backend.decode)
         result = parse_output(text, n)
         totals.append(len(ids))
+        texts.append(text)
         rows = slice(g * n, g * n + n)
         truncated[rows, s] = cut
         if not result.ok:
@@ -163,5 +165,5 @@ def measure(
     failures = sum(errors.values())
     return Measurement(
         n, tokens, correct, parsed, truncated, len(outs), failures, errors, candidates,
-        np.asarray(totals, np.int64),
+        np.asarray(totals, np.int64), texts,
     )  # fmt: skip

@@ -28,11 +28,14 @@ from projects.conpress.filters import (
 )
 from projects.conpress.harness import Backend, Measurement, check_context, measure
 from projects.conpress.packing import pack_examples
+from projects.conpress.parsing import last_boxed
 from projects.conpress.prompts import build_prompt
 from projects.conpress.questions import Pools, file_pools, synthetic_pools, word_problem_pool
 from shared.models.token_sampler import Sampler
 from shared.train import preemption
 from shared.train.sft import pack_pairs, train_sft
+
+EXAMPLES = 8  # decoded outputs kept per N in rep{r}/records.json
 
 
 def _log(msg: str) -> None:
@@ -146,9 +149,13 @@ def compression_metrics(backend, questions, cfg, key) -> tuple[dict[str, float],
             f"N{n}/tokens": float(parsed_tokens.mean()) if parsed_tokens.size else float("nan"),
             f"N{n}/truncated": float(r.truncated[:q].mean()),
             f"N{n}/output_tokens": float(r.output_tokens.mean()),
+            # parse-free: whole outputs split evenly, and how many outputs box any answer
+            f"N{n}/output_tokens_per_question": float(r.output_tokens.mean() / n),
+            f"N{n}/boxed": float(np.mean([last_boxed(t) is not None for t in r.texts])),
         }
         records[n] = {"tokens": r.tokens[:q].tolist(), "correct": r.correct[:q].tolist(),
-                      "parsed": r.parsed[:q].tolist(), "errors": r.errors}  # fmt: skip
+                      "parsed": r.parsed[:q].tolist(), "errors": r.errors,
+                      "examples": r.texts[:EXAMPLES]}  # fmt: skip
         _log(
             f"  N={n}: r={ratio.correct:.3f} (all {ratio.all:.3f}), acc {out[f'N{n}/acc']:.3f}, "
             f"parse failures {r.failures}/{r.outputs}, tokens/question {out[f'N{n}/tokens']:.1f}"

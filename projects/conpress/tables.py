@@ -31,7 +31,9 @@ RN_COLUMNS = (  # (label, metric after "rn/N{n}/", higher is better)
     ("tokens per question", "tokens", False),
     ("accuracy", "acc", True),
     ("parse failures (share of outputs)", "parse_failure", False),
+    ("outputs with a \\boxed{} answer", "boxed", True),
     ("hit the token budget", "truncated", False),
+    ("output tokens / N (no parsing)", "output_tokens_per_question", False),
 )
 
 

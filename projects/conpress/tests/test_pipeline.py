@@ -21,7 +21,7 @@ SMOKE = experiment.CONFIGS["smoke"]
 
 def _measurement(n, cands, failures=0):
     empty = np.zeros((1, 1))
-    return Measurement(n, empty, empty > 0, empty > 0, empty > 0, 4, failures, {}, cands, empty)
+    return Measurement(n, empty, empty > 0, empty > 0, empty > 0, 4, failures, {}, cands, empty, [])
 
 
 def _c(qid, answer, tokens, n):
