@@ -51,8 +51,8 @@ class TaskConfig:
     # synthetic: numbers and results lie in [0, max_value] (spec: < 100; the CPU tables use 20)
     max_value: PositiveInt = 99
     max_checks: NonNegativeInt = 6  # synthetic: check lines per output drawn from 0..max_checks
-    base_questions: NonNegativeInt = 16000  # synthetic: questions in the base training data
-    base_ns: tuple[PositiveInt, ...] = (1, 2, 4, 8)  # synthetic: prompt sizes in that data
+    base_questions: NonNegativeInt = 30000  # synthetic: questions in the base training data
+    base_ns: tuple[PositiveInt, ...] = (1, 2, 4)  # synthetic: prompt sizes in that data
     pool_questions: PositiveInt = 512  # questions sampled for SFT data (the training pool)
     eval_questions: PositiveInt = 128  # held-out in-distribution questions
     hard_questions: NonNegativeInt = 128  # held-out hard questions (0: none)
@@ -77,11 +77,11 @@ class Config:
     task: TaskConfig = TaskConfig()
     sampling: SamplingConfig = SamplingConfig()
     # synthetic base training: response-only loss on rows of several examples (packing.py)
-    base: SFTConfig = SFTConfig(steps=200, batch_size=8, lr=2e-3, warmup_fraction=0.05)
-    base_seq_len: PositiveInt = 704  # tokens per base training row (an 8-question example fits)
+    base: SFTConfig = SFTConfig(steps=700, batch_size=8, lr=2e-3, warmup_fraction=0.05)
+    base_seq_len: PositiveInt = 416  # tokens per base training row (a 4-question example fits)
     sft: SFTConfig = SFTConfig(steps=40, batch_size=16, lr=3e-4, warmup_fraction=0.1)
     sft_seq_len: PositiveInt = 192  # tokens per SFT row (one single-question pair)
-    ns: tuple[PositiveInt, ...] = (1, 2, 4, 8)  # prompt sizes of the r(N) measurement
+    ns: tuple[PositiveInt, ...] = (1, 2, 4)  # prompt sizes of the r(N) measurement
     rn_questions: PositiveInt = 64  # held-out in-distribution questions asked at every N
     conpress_n: PositiveInt = 4  # prompt size whose segments become ConPress data
     sft_examples: PositiveInt = 512  # cap; every variant trains on the same number of pairs
@@ -152,14 +152,19 @@ CONFIGS: dict[str, Config] = {
         checkpoints=False,
     ),
     # Table `main` (and the synthetic r(N) table and figures): the spec's CPU-scale protocol.
-    "cpu": Config(task=TaskConfig(max_value=20)),
-    # Table `smollm2`: SmolLM2-135M-Instruct on word problems, N in {1, 2, 4}, r(N) only.
+    "cpu": Config(
+        task=TaskConfig(max_value=20), sampling=SamplingConfig(temperature=0.6, top_p=0.95)
+    ),
+    # Table `smollm2`: SmolLM2-135M-Instruct on word problems, N in {1, 2, 4}, r(N) only; 24
+    # questions (24, 12 and 6 prompts) x 3 sampling seeds fit the table budget.
     "smollm2": Config(
         model=ModelConfig(source="smollm2"),
-        task=TaskConfig(source="word_problems", pool_questions=4, eval_questions=48),
-        sampling=SamplingConfig(temperature=0.6, top_p=0.95, max_new_per_question=96),
+        task=TaskConfig(source="word_problems", pool_questions=4, eval_questions=24),
+        sampling=SamplingConfig(
+            temperature=0.6, top_p=0.95, max_new_per_question=96, batch_size=24
+        ),
         ns=(1, 2, 4),
-        rn_questions=48,
+        rn_questions=24,
         variants=(),
         checkpoints=False,
     ),
