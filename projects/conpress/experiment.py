@@ -31,10 +31,10 @@ class ModelConfig:
     # synthetic: word-level LLaMA trained in the run; smollm2: SmolLM2-135M-Instruct (offline
     # GGUF, no training); checkpoint: a LLaMA-layout model from init_checkpoint (paper config)
     source: Literal["synthetic", "smollm2", "checkpoint"] = "synthetic"
-    dim: PositiveInt = 128  # synthetic: width
+    dim: PositiveInt = 96  # synthetic: width
     num_layers: PositiveInt = 4  # synthetic: decoder blocks
     num_heads: PositiveInt = 4  # synthetic: heads (no grouped-query attention)
-    ffn_dim: PositiveInt = 344  # synthetic: SwiGLU hidden width
+    ffn_dim: PositiveInt = 256  # synthetic: SwiGLU hidden width
     max_seq_len: PositiveInt = 1280  # synthetic: context; prompt + budget must fit
     layout: Literal["r1-distill-llama-8b", "rehearsal"] = "r1-distill-llama-8b"  # checkpoint
     init_checkpoint: str = ""  # checkpoint: orbax checkpoint of the nnx.Param state
@@ -51,7 +51,7 @@ class TaskConfig:
     # synthetic: numbers and results lie in [0, max_value] (spec: < 100; the CPU tables use 20)
     max_value: PositiveInt = 99
     max_checks: NonNegativeInt = 6  # synthetic: check lines per output drawn from 0..max_checks
-    base_questions: NonNegativeInt = 30000  # synthetic: questions in the base training data
+    base_questions: NonNegativeInt = 48000  # synthetic: questions in the base training data
     base_ns: tuple[PositiveInt, ...] = (1, 2, 4)  # synthetic: prompt sizes in that data
     pool_questions: PositiveInt = 512  # questions sampled for SFT data (the training pool)
     eval_questions: PositiveInt = 128  # held-out in-distribution questions
@@ -63,11 +63,11 @@ class TaskConfig:
 class SamplingConfig:
     temperature: NonNegativeFloat = 1.0  # 0: greedy
     top_p: Fraction = 1.0  # nucleus mass (1: off)
-    samples: PositiveInt = 1  # samples per prompt for r(N) and the evaluation
+    samples: PositiveInt = 2  # samples per prompt for r(N) and the evaluation
     pool_samples: PositiveInt = 4  # samples per prompt when collecting SFT data (spec: k)
     max_new_per_question: PositiveInt = 128  # token budget of an N-question output: N x this,
     max_new_total: NonNegativeInt = 0  # ... but at most this many (0: no cap; paper: 32k)
-    batch_size: PositiveInt = 32  # prompts per generation call
+    batch_size: PositiveInt = 128  # sequences (prompts x samples) per generation call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,10 +77,10 @@ class Config:
     task: TaskConfig = TaskConfig()
     sampling: SamplingConfig = SamplingConfig()
     # synthetic base training: response-only loss on rows of several examples (packing.py)
-    base: SFTConfig = SFTConfig(steps=700, batch_size=8, lr=2e-3, warmup_fraction=0.05)
+    base: SFTConfig = SFTConfig(steps=1500, batch_size=8, lr=2e-3, warmup_fraction=0.05)
     base_seq_len: PositiveInt = 416  # tokens per base training row (a 4-question example fits)
     sft: SFTConfig = SFTConfig(steps=40, batch_size=16, lr=3e-4, warmup_fraction=0.1)
-    sft_seq_len: PositiveInt = 192  # tokens per SFT row (one single-question pair)
+    sft_seq_len: PositiveInt = 144  # tokens per SFT row (one single-question pair of 3-6 ops)
     ns: tuple[PositiveInt, ...] = (1, 2, 4)  # prompt sizes of the r(N) measurement
     rn_questions: PositiveInt = 64  # held-out in-distribution questions asked at every N
     conpress_n: PositiveInt = 4  # prompt size whose segments become ConPress data
@@ -139,7 +139,7 @@ CONFIGS: dict[str, Config] = {
             eval_questions=8,
             hard_questions=4,
         ),  # fmt: skip
-        sampling=SamplingConfig(pool_samples=2, max_new_per_question=48, batch_size=8),
+        sampling=SamplingConfig(samples=1, pool_samples=2, max_new_per_question=48, batch_size=8),
         base=SFTConfig(steps=4, batch_size=4, lr=3e-3, warmup_fraction=0.0),
         base_seq_len=256,
         sft=_SMOKE_SFT,
@@ -161,7 +161,7 @@ CONFIGS: dict[str, Config] = {
         model=ModelConfig(source="smollm2"),
         task=TaskConfig(source="word_problems", pool_questions=4, eval_questions=24),
         sampling=SamplingConfig(
-            temperature=0.6, top_p=0.95, max_new_per_question=96, batch_size=24
+            temperature=0.6, top_p=0.95, samples=1, max_new_per_question=96, batch_size=24
         ),
         ns=(1, 2, 4),
         rn_questions=24,

@@ -94,14 +94,15 @@ def generate_texts(
 ) -> list[tuple[list[int], bool]]:
     """(generated ids without eos, hit the budget) for each prompt x sample (prompt-major).
 
-    Samples are repeated prompts, and every batch is full (the last one padded with copies)
-    and left-padded to `prompt_len` (default: the longest prompt), so that a run compiles one
-    decoding loop per prompt size N and reuses it for every model and sample count."""
+    Samples are repeated prompts; every batch is full (the last one padded with copies) and
+    left-padded to `prompt_len` (default: the longest prompt), so that calls of one prompt
+    size N reuse one compiled decoding loop for every model and sample count."""
     ids = [x for p in prompts for x in [backend.encode_prompt(p)] * samples]
     width = prompt_len or max(len(x) for x in ids)
     if max(len(x) for x in ids) > width:
         raise ValueError(f"a prompt has {max(len(x) for x in ids)} tokens, over prompt_len={width}")
     check_context(backend, width, max_new, f"{len(prompts)} prompts")
+    batch_size = min(batch_size, len(ids))  # a small call is not padded up to a full batch
     out = []
     for b in range(0, len(ids), batch_size):
         chunk = ids[b : b + batch_size]
