@@ -153,7 +153,8 @@ CONFIGS: dict[str, Config] = {
     ),
     # Table `main` (and the synthetic r(N) table and figures): the spec's CPU-scale protocol.
     "cpu": Config(
-        task=TaskConfig(max_value=20), sampling=SamplingConfig(temperature=0.6, top_p=0.95)
+        task=TaskConfig(max_value=20),
+        sampling=SamplingConfig(temperature=0.6, top_p=0.95, pool_samples=2),
     ),
     # Table `smollm2`: SmolLM2-135M-Instruct on word problems, N in {1, 2, 4}, r(N) only; 24
     # questions (24, 12 and 6 prompts) x 3 sampling seeds fit the table budget.

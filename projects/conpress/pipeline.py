@@ -212,6 +212,9 @@ def select_pairs(
         metrics[f"{v}/sft_pairs"] = float(len(c))
         metrics[f"{v}/sft_tokens"] = float(np.mean([x.tokens for x in c]))
         metrics[f"{v}/sft_correct"] = float(np.mean([x.correct for x in c]))
+        if cfg.task.source == "synthetic":
+            right = [synthetic.trace_is_right(x.question, x.response) for x in c]
+            metrics[f"{v}/sft_trace_right"] = float(np.mean(right))
     return picked, metrics
 
 

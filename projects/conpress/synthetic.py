@@ -22,7 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from projects.conpress.prompts import MULTI_HEADER, SINGLE_HEADER, build_prompt, join_answers
-from shared.data.arithmetic_trace_text import render_conpress, render_question, vocabulary
+from shared.data.arithmetic_trace_text import (
+    parse_conpress,
+    parse_question,
+    render_conpress,
+    render_question,
+    vocabulary,
+)
 from shared.data.arithmetic_traces import Problem, TraceConfig, evaluate, sample_problem, solve
 from shared.data.word_tokenizer import WordTokenizer, pre_tokenize
 
@@ -54,6 +60,17 @@ def prompt_text(problems: Sequence[Problem]) -> str:
 
 def gold(problem: Problem) -> str:
     return str(evaluate(problem))
+
+
+def trace_is_right(question: str, response: str) -> bool:
+    """True iff the response's step lines are exactly the question's correct solution (check
+    lines aside): a diagnostic the synthetic task allows and the paper's filter does not use,
+    since a wrong trace can still end on the right answer."""
+    try:
+        steps = parse_conpress(response).steps
+    except ValueError:
+        return False
+    return steps == solve(parse_question(question)).steps
 
 
 def draw_problems(

@@ -96,7 +96,8 @@ def render_main(table: Table, workdirs: dict) -> tuple[str, dict]:
         "SFT data (after the filters; every variant trains on the same number of pairs)",
         reps, sft_rows,
         [("pairs", "sft_pairs", True), ("tokens per response", "sft_tokens", False),
-         ("share correct", "sft_correct", True)],
+         ("share correct", "sft_correct", True),
+         ("share with every step right", "sft_trace_right", True)],
     )  # fmt: skip
     parts.append(md)
     data["sections"].append(js)

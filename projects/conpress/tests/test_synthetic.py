@@ -70,3 +70,14 @@ def test_training_examples_split_questions_equally_among_prompt_sizes():
     sizes = [max(1, e.prompt.count("\nQ")) for e in ex]
     assert sorted(sizes) == sorted([1] * 16 + [2] * 8 + [4] * 4 + [8] * 2)
     assert all(parse_output(e.response, k).ok for e, k in zip(ex, sizes))
+
+
+def test_a_right_answer_can_end_a_wrong_trace():
+    q = "Start with 2. Add 3. Subtract 1."
+    right = "step: 2 + 3 = 5\ncheck: 2 + 3 = 5\nstep: 5 - 1 = 4\n\\boxed{4}"
+    lucky = "step: 2 + 3 = 6\nstep: 6 - 2 = 4\n\\boxed{4}"  # a slip, then a wrong operand
+    assert synthetic.trace_is_right(q, right)
+    assert not synthetic.trace_is_right(q, lucky)
+    assert parse_output(lucky, 1).segments[0].answer == "4"  # passes the correctness filter
+    assert not synthetic.trace_is_right(q, "step: 2 + 3 = 5\n\\boxed{5}")  # a step missing
+    assert not synthetic.trace_is_right(q, "not a trace")
