@@ -85,13 +85,15 @@ def write_json(path: pathlib.Path, data: Any) -> None:
 def append_metrics(workdir: pathlib.Path, record: Mapping[str, Any]) -> None:
     """Adds a summary row to metrics.jsonl. A row is identified by its string fields (e.g.
     `{"phase": "tjepa"}`): a resumed run that redoes a unit of work replaces that unit's earlier
-    row instead of adding a second one."""
+    row instead of adding a second one. A row with a "step" is appended as it is (readers of
+    per-step rows keep the last row of a step)."""
     path = workdir / "metrics.jsonl"
     ident = _identity(record)
-    lines = path.read_text().splitlines() if path.exists() else []
-    kept = [line for line in lines if _identity(json.loads(line)) != ident]
-    if len(kept) != len(lines):
-        path.write_text("".join(line + "\n" for line in kept))
+    if ident is not None and path.exists():
+        lines = path.read_text().splitlines()
+        kept = [line for line in lines if _identity(json.loads(line)) != ident]
+        if len(kept) != len(lines):
+            path.write_text("".join(line + "\n" for line in kept))
     with open(path, "a") as f:
         f.write(json.dumps(dict(record)) + "\n")
 

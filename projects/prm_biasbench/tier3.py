@@ -34,6 +34,7 @@ from shared.data.arithmetic_trace_text import parse_equations, parse_question
 from shared.data.arithmetic_traces import evaluate
 from shared.data.word_tokenizer import WordTokenizer
 from shared.models.sampling import generate
+from shared.results import append_metrics
 from shared.train.policy_gradient import PolicyGradientConfig, response_lengths, sequence_rewards
 
 _ANSWER = re.compile(r"Answer: (-?\d+)")
@@ -89,11 +90,6 @@ def token_zero_rewards(rewards: np.ndarray, responses: np.ndarray) -> np.ndarray
     return token
 
 
-def _append(path: pathlib.Path, record: dict) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
-
-
 class PRMReward:
     """`reward_fn(prompts, responses) -> [B]` for `train_policy_gradient`; logs every call."""
 
@@ -108,8 +104,7 @@ class PRMReward:
         rewards = np.asarray(sequence_rewards(token_zero_rewards(r_last, responses), lengths))
         self.step += 1
         if self.workdir is not None:
-            # appended directly: shared.results.append_metrics drops other rows with a "step"
-            _append(self.workdir / "metrics.jsonl", {
+            append_metrics(self.workdir, {
                 "phase": "rl_samples", "step": self.step,
                 "prm_reward": float(rewards.mean()),
                 "accuracy": float(np.mean([correct(q, t) for q, t in zip(questions, texts)])),
