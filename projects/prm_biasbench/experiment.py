@@ -148,7 +148,7 @@ CONFIGS: dict[str, Config] = {
     # Spec §5 scaled to about 15 minutes per table (3 seeds) on 2 CPU cores: numbers up to 10
     # (a 2-layer PRM learns to spot slips among them within 1,000 steps; up to 99 it did not
     # within 2,000), 2-layer d=64 decoders (spec: 4 layers, d=128), MiniLM's top 2 blocks
-    # fine-tuned for 150 steps, 8 attacked solutions with 25 GCG iterations of 8 candidates,
+    # fine-tuned for 150 steps, 8 attacked solutions with 12 GCG iterations of 8 candidates,
     # 100 GRPO steps (spec: 2,000).
     "cpu": Config(
         data=DataConfig(max_value=10, train_size=8000, eval_size=100),
@@ -165,7 +165,7 @@ CONFIGS: dict[str, Config] = {
         ),
         attack=tier2.AttackConfig(
             num_solutions=8,
-            iterations=25,
+            iterations=12,
             candidates=8,
             continuous_steps=50,
             hamming_samples=4,
