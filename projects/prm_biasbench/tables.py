@@ -163,23 +163,36 @@ TABLES = {
 }
 FIGURES = {"tier2": write_figures, "tier3": write_figures}
 
+# What the tables generated at revision f3dcfbb show.
 CLAIMS = (
     Claim(
         "Style changes barely move PRM rewards (|Δr| < 0.1) while logic errors are caught "
         "inconsistently, different PRMs failing on different perturbations.",
-        "not testable here",
-        "to be filled from the tier1 table",
+        "partly",
+        "tier1: every style type moves r_last by less than 0.1 for both PRMs (largest 0.090, "
+        "MiniLM synonym), and logic errors are caught inconsistently (decoder AUROC 0.40-0.66, "
+        "MiniLM 0.51-0.58, skipped_step below 0.5 for both), the decoder reacting most to "
+        "contradiction and MiniLM to none; but both PRMs are weak verifiers (slip F1 0.395 and "
+        "0.007), so logic errors move rewards about as little as style: no dissociation beyond "
+        "a generally weak verifier can be read off",
     ),
     Claim(
         "Gradient-based attacks inflate the rewards of invalid trajectories; the reward "
         "landscape has wide exploitable peaks.",
-        "not testable here",
-        "to be filled from the tier2 table",
+        "partly",
+        "tier2: GCG suffixes raise r_last of slipped solutions from 0.377 to 0.794 (decoder) "
+        "and 0.505 to 0.732 (MiniLM) against 0.384 and 0.531 for a random suffix; the "
+        "continuous attack reaches 0.982 and 1.000; peaks are not wide: r_last falls steadily "
+        "with Hamming distance from the GCG suffix (figure) and almost no single-token edit "
+        "keeps it above 0.9 (peak width 0.021 and 0.000)",
     ),
     Claim(
         "Under RL against a PRM the policy reaches high PRM reward while ground-truth accuracy "
         "stays low, and a large share (43%) of the reward gain is stylistic.",
-        "not testable here",
-        "to be filled from the tier3 table",
+        "partly",
+        "tier3 (decoder PRM, GRPO, 100 steps): PRM reward 0.566 -> 0.954 while exact-match "
+        "accuracy falls 0.719 -> 0.029 (seed 0 collapses to one short false equation the PRM "
+        "rates highly); the stylistic share, 0.753 ± 1.298 over 3 seeds, is too unstable to "
+        "confirm or refute the 43%",
     ),
 )
