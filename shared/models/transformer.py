@@ -129,6 +129,9 @@ class TransformerEncoder(nnx.Module):
         key: jax.Array | None = None,
     ) -> jax.Array:
         """x: [B, S, D]; valid [B, S] and mask [B|1, N|1, S, S] as in `EncoderBlock`."""
+        # `mask` is passed only when given: blocks swapped in by projects (var_jepa's
+        # PostLNBlock) take valid and key alone.
+        extra = {} if mask is None else {"mask": mask}
         for block, k in zip(self.blocks, split_key(key, len(self.blocks))):
-            x = block(x, valid=valid, mask=mask, key=k)
+            x = block(x, valid=valid, key=k, **extra)
         return x
