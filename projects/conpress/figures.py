@@ -53,14 +53,9 @@ def rn_axes(ax, reps, label: str, color: str) -> None:
 def main_figures(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
     """results/main_rn.png and results/main_tokens_vs_accuracy.png."""
     reps = repeats_of(next(iter(workdirs.values())))
+    title = f"Self-compression (built in by construction), {len(reps)} repeats"
+    rn = _rn_figure(reps, "synthetic base model", "C0", title, out_dir / "main_rn.png")
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    rn_axes(ax, reps, "synthetic base model", "C0")
-    ax.set_title(f"Self-compression (built in by construction), {len(reps)} repeats")
-    ax.legend(fontsize=8)
-    rn = out_dir / "main_rn.png"
-    save_figure(fig, rn)
-    plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, split in zip(axes, ("in_dist", "hard")):
@@ -85,12 +80,17 @@ def main_figures(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.P
 def smollm2_figure(table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
     """results/smollm2_rn.png: the real model's r(N)."""
     reps = repeats_of(next(iter(workdirs.values())))
+    title = f"SmolLM2-135M-Instruct on word problems, {len(reps)} sampling seeds"
+    return [_rn_figure(reps, "SmolLM2-135M-Instruct", "C3", title, out_dir / "smollm2_rn.png")]
+
+
+def _rn_figure(reps, label: str, color: str, title: str, path: pathlib.Path) -> pathlib.Path:
+    """One r(N)-vs-N figure of a model's repeats, saved to `path`."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    rn_axes(ax, reps, "SmolLM2-135M-Instruct", "C3")
-    ax.set_title(f"SmolLM2-135M-Instruct on word problems, {len(reps)} sampling seeds")
+    rn_axes(ax, reps, label, color)
+    ax.set_title(title)
     ax.legend(fontsize=8)
-    path = out_dir / "smollm2_rn.png"
     save_figure(fig, path)
     plt.close(fig)
-    return [path]
+    return path

@@ -1,6 +1,6 @@
 """Steps of a PRM-format solution and their true labels (spec §3, §5).
 
-The spec: ../../shared/papers/prm_biasbench.md (in the workspace, /work/shared/papers).
+The spec: shared/papers/prm_biasbench.md of the handbook.
 
 A solution is split into steps on blank lines ("\\n\\n"), as the official code splits responses:
 every chunk is one step the PRM scores, the final "Answer: N" chunk included (Reconstruction:
