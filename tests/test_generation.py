@@ -11,7 +11,13 @@ import pytest
 from flax import nnx
 
 from shared.models.attention import dot_product_attention
-from shared.models.generation import extend, generate_batch, left_pad, prefill
+from shared.models.generation import (
+    extend,
+    generate_batch,
+    left_pad,
+    next_token_log_probs,
+    prefill,
+)
 from shared.models.llama import Llama, LlamaConfig
 from shared.models.token_sampler import Sampler, choose_tokens, top_k_filter, top_p_filter
 
@@ -314,3 +320,11 @@ def test_top_k_filter_matches_the_numpy_reference_and_keeps_ties(k):
     got = np.isfinite(np.asarray(top_k_filter(jnp.asarray(logits, jnp.float32), k)))
     np.testing.assert_array_equal(got, np.isfinite(_np_top_k(logits, k)))
     assert got.sum() == {1: 1, 3: 6, 5: 6, 9: 9}[k]
+
+
+def test_next_token_log_probs_of_padded_prompts_equal_each_unpadded_forward():
+    model = _model()
+    got = next_token_log_probs(model, PROMPTS, pad_id=0, prompt_len=8)
+    assert got.shape == (len(PROMPTS), CFG.vocab_size)
+    for row, prompt in zip(got, PROMPTS):
+        np.testing.assert_allclose(row, _log_softmax64(_full_forward(model)(prompt)[-1]), atol=1e-4)

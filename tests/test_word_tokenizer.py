@@ -48,6 +48,9 @@ def test_reserved_ids_are_fixed_and_the_protocol_holds():
         ("Start with 5. Subtract 5.", "Start|with|5|.|Subtract|5|."),
         ("### Q1: (a, b) x - y... <unk>", "###|Q1|:|(|a|,|b|)|x|-|y|...|<unk>"),
         ("\\boxed{\\frac{1}{2}}", "\\boxed|{|\\frac|{|1|}|{|2|}}"),
+        # an answer tag is one word (SafeSci's <ans>...<eoa>); a bare "<" stays punctuation
+        ("# ANSWER: <ans> BC <eoa>", "#|ANSWER|:|<ans>|BC|<eoa>"),
+        ("<smiles> CCO </smiles> 3 < 4 < - x", "<smiles>|CCO|</smiles>|3|<|4|<|-|x"),
     ],
 )
 def test_pre_tokenize_splits_words_punctuation_and_newline_runs(text, words):

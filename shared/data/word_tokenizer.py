@@ -1,6 +1,7 @@
 """A word-level tokenizer for small synthetic languages (arithmetic traces and their prompts).
 
-Pre-tokenization (`pre_tokenize`) cuts text into words: a reserved marker such as `<unk>`, a run of
+Pre-tokenization (`pre_tokenize`) cuts text into words: a tag such as `<unk>`, `<ans>` or
+`</smiles>` (a reserved marker, or an answer delimiter that a parser looks for), a run of
 newlines (`\\n`, `\\n\\n` are words, so step and line breaks survive), a LaTeX command (`\\boxed`),
 a run of letters/digits/underscores (`Step`, `17`, `Q1`), or a run of one repeated punctuation
 character (`+`, `=`, `:`, `{`, `###`). Spaces and tabs only separate words.
@@ -31,7 +32,7 @@ PAD, BOS, EOS, SEP, UNK = "<pad>", "<bos>", "<eos>", "<sep>", "<unk>"
 RESERVED = (PAD, BOS, EOS, SEP, UNK)  # ids 0..4, in this order
 FILE_FORMAT = "shared.data.word_tokenizer/v1"
 
-_WORD = re.compile(r"<(?:pad|bos|eos|sep|unk)>|\n+|\\[A-Za-z]+|\w+|([^\w\s])\1*")
+_WORD = re.compile(r"</?[A-Za-z_]+>|\n+|\\[A-Za-z]+|\w+|([^\w\s])\1*")
 _NO_SPACE_BEFORE = frozenset(". , : ; ? ! ) ] } {".split())
 _NO_SPACE_AFTER = frozenset("( [ {".split())
 

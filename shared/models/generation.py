@@ -199,3 +199,21 @@ def _decode(graphdef, state, tokens, pads, key, eos_id, pad_id, *, max_new, samp
         unfinished, step, (jnp.ones((), jnp.int32), cache, carry)
     )
     return out, lengths, logprobs
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _last_log_probs(graphdef, state, tokens, pads):
+    logits, _, _ = prefill(nnx.merge(graphdef, state), tokens, pads, tokens.shape[1])
+    return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+
+
+def next_token_log_probs(
+    model: Llama, prompts: list[list[int]], pad_id: int, prompt_len: int | None = None
+) -> np.ndarray:
+    """log p(next token | prompt) for each prompt -> [B, V] float32 (log-softmax of the raw
+    logits). One prefill of the left-padded batch, no decoding: what a log-likelihood
+    multiple-choice score needs when every choice is one token."""
+    tokens, pads = left_pad(prompts, pad_id, prompt_len)
+    _check_context(model.cfg.max_seq_len, tokens.shape[1], 0)
+    graphdef, state = nnx.split(model)
+    return np.asarray(_last_log_probs(graphdef, state, jnp.asarray(tokens), jnp.asarray(pads)))
