@@ -78,6 +78,25 @@ class Report:
         return "\n".join(lines)
 
 
+def write_bpe_tokenizer(
+    texts: list[str], path: pathlib.Path, vocab: int, special_tokens=("<s>", "</s>")
+) -> None:
+    """A byte-level BPE tokenizer.json trained on `texts`: the Hugging Face file a paper config
+    reads beside its checkpoint, tiny (the rehearsal's `vocab` ids)."""
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=list(special_tokens),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )  # fmt: skip
+    tok.train_from_iterator(texts, trainer)
+    tok.save(str(path))
+
+
 def load(project: str) -> Rehearsal:
     return executor.load_module(project, "rehearsal").REHEARSAL
 

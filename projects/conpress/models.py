@@ -6,23 +6,19 @@ LLaMA-layout reasoning model (orbax checkpoint + HF tokenizer.json).
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 
 import jax
 from flax import nnx
 
 from projects.conpress.harness import Backend
 from shared.data.word_tokenizer import WordTokenizer
-from shared.models.llama import Llama, LlamaConfig
+from shared.models.llama import SIZES, Llama, LlamaConfig
 
 # DeepSeek-R1-Distill-Llama-8B's layout (Llama-3.1-8B shapes), an open 8B reasoning model the
 # shared LLaMA decoder can hold. Reconstruction: the paper's models are not known here (a
 # third-party summary names Qwen3-4B, whose QK-norm the shared decoder lacks), and the shared
 # decoder has plain RoPE without llama3 frequency scaling (as attn_qat's Llama-3.1 layout).
-R1_DISTILL_LLAMA_8B = LlamaConfig(
-    vocab_size=128256, dim=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn_dim=14336,
-    rope_base=500000.0, norm_eps=1e-5, max_seq_len=32768 + 1024, dtype="bfloat16",
-)  # fmt: skip
+R1_DISTILL_LLAMA_8B = dataclasses.replace(SIZES["llama-3.1-8b"], max_seq_len=32768 + 1024)
 # The same layout shrunk for the rehearsal of the paper config (rehearsal.py).
 REHEARSAL_LAYOUT = dataclasses.replace(
     R1_DISTILL_LLAMA_8B, vocab_size=384, dim=64, num_layers=2, num_heads=4, num_kv_heads=1,
@@ -75,37 +71,16 @@ def checkpoint_backend(layout: str, checkpoint: str, tokenizer_file: str, templa
     FSDP + tensor parallel over `mesh` when given), with a Hugging Face tokenizer.json and a
     chat template that holds "{prompt}"; eos and pad are the first of "</s>",
     "<|end_of_text|>", "<｜end▁of▁sentence｜>", "<eos>" that the tokenizer has."""
-    import orbax.checkpoint as ocp
-    import tokenizers
+    from shared.models.pretrained.checkpoint import need_file, restore_llama, tokenizer_with_eos
 
-    from shared.data.tokenizers import HFTokenizer
-    from shared.models.llama_sharding import shard_llama
-
-    for name, path in (
-        ("model.init_checkpoint", checkpoint),
-        ("model.tokenizer_file", tokenizer_file),
-    ):
-        if not path or not pathlib.Path(path).exists():
-            raise FileNotFoundError(f"{name}={path!r} does not exist: the paper config needs it")
+    need_file("model.init_checkpoint", checkpoint)
+    need_file("model.tokenizer_file", tokenizer_file)
     if "{prompt}" not in template:
         raise ValueError(f"model.chat_template must contain {{prompt}}, got {template!r}")
-    raw = tokenizers.Tokenizer.from_file(str(tokenizer_file))
-    eos = next(
-        (i for t in ("</s>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "<eos>")
-         if (i := raw.token_to_id(t)) is not None),
-        None,
-    )  # fmt: skip
-    if eos is None:
-        raise ValueError(f"{tokenizer_file}: no end-of-sequence token among the known names")
-    tok = HFTokenizer(raw, eos_id=eos, pad_id=eos, add_special_tokens=False)
-    abstract = nnx.eval_shape(lambda: Llama(LAYOUTS[layout], rngs=nnx.Rngs(0)))
-    if mesh is not None:
-        shard_llama(abstract, mesh, "fsdp+tensor")
-    state = nnx.state(abstract, nnx.Param)
-    restored = ocp.StandardCheckpointer().restore(pathlib.Path(checkpoint).absolute(), state)
-    nnx.update(abstract, restored)
+    names = ("</s>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "<eos>")
+    tok = tokenizer_with_eos(tokenizer_file, names)
     return Backend(
-        model=abstract,
+        model=restore_llama(LAYOUTS[layout], checkpoint, mesh),
         encode_prompt=lambda p: tok.encode(template.replace("{prompt}", p)),
         encode_text=tok.encode,
         decode=tok.decode,

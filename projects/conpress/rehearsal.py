@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from shared.rehearsal import Rehearsal
+from shared.rehearsal import Rehearsal, write_bpe_tokenizer
 
 MESH = (2, 4)
 TEMPLATE = "<s>User: {prompt}\nAssistant: "
@@ -31,21 +31,6 @@ def _questions(count: int, offset: int) -> list[dict]:
         {"problem": f"What is {k + 2} - {k + 1}?", "answer": "1"}
         for k in range(offset, offset + count)
     ]
-
-
-def _tokenizer(texts: list[str], path: pathlib.Path, vocab: int):
-    import tokenizers
-    from tokenizers import decoders, models, pre_tokenizers, trainers
-
-    tok = tokenizers.Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab, special_tokens=["<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-    )  # fmt: skip
-    tok.train_from_iterator(texts, trainer)
-    tok.save(str(path))
 
 
 def write_data(directory: pathlib.Path) -> tuple[str, ...]:
@@ -71,7 +56,7 @@ def write_data(directory: pathlib.Path) -> tuple[str, ...]:
         for i in range(0, len(questions) - 1)
     ]
     tokenizer = directory / "tokenizer.json"
-    _tokenizer([TEMPLATE.format(prompt=p) + r for p, r in pairs], tokenizer, 384)
+    write_bpe_tokenizer([TEMPLATE.format(prompt=p) + r for p, r in pairs], tokenizer, 384)
 
     # Teach a tiny model of the paper's layout to answer (on one device), then save it.
     model = Llama(REHEARSAL_LAYOUT, rngs=nnx.Rngs(jax.random.key(0)))

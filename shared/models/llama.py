@@ -113,6 +113,12 @@ SIZES: dict[str, LlamaConfig] = {
         49152, 576, 30, 9, 3, 1536, rope_base=100000.0, norm_eps=1e-5, tie_embeddings=True,
         max_seq_len=8192,
     ),
+    # Llama-3.1-8B(-Instruct) shapes (plain RoPE: no llama3 frequency scaling here), the
+    # layout of open 8B models that paper configs read from converted checkpoints.
+    "llama-3.1-8b": LlamaConfig(
+        128256, 4096, 32, 32, 8, 14336, rope_base=500000.0, norm_eps=1e-5, max_seq_len=16384,
+        dtype="bfloat16",
+    ),
 }  # fmt: skip
 
 

@@ -1,0 +1,126 @@
+"""The tables this project reproduces (`python launch/reproduce.py projects/safesci`).
+
+Each table is rendered from one run: a cell pools the five 34% subsample scores (percent) of
+every SFT seed of its model, read from the run's repeats.jsonl, mean ± sd (ddof = 1, as the
+official code) over those 15 values (5 for the base model and SmolLM2, which are deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from projects.safesci.experiment import CONFIGS
+from shared.results import render_table
+from shared.tables import Claim, Column, Row, Table, compare_rows
+
+COLUMNS = (  # (label, metric, higher is better)
+    ("MCQ acc, lenient ↑", "mcq_lenient", True),
+    ("MCQ acc, strict ↑", "mcq_strict", True),
+    ("MCQ acc, as run ↑", "mcq_as_run", True),
+    ("MCQ acc, log-likelihood ↑", "mcq_ll", True),
+    ("TF acc ↑", "tf", True),
+    ("refusal on risk ↑", "refusal_risk", True),
+    ("refusal on risk, strict list ↑", "refusal_risk_strict", True),
+    ("refusal on benign ↓", "refusal_benign", False),
+    ("refusal on benign, strict list ↓", "refusal_benign_strict", False),
+    ("format failures ↓", "format_fail", False),
+)
+LABELS = {
+    "none": "decoder, pretrained only (none)",
+    "helpful": "decoder + helpful SFT (no safety data)",
+    "balanced": "decoder + balanced SafeSciTrain-like SFT",
+    "refusal_heavy": "decoder + refusal-heavy SFT",
+    "smollm2_zero_shot": "SmolLM2-135M-Instruct, official prompt",
+    "smollm2_few_shot": "SmolLM2-135M-Instruct, official prompt + 2 solved examples",
+}
+
+
+def subsets_of(run_dir: pathlib.Path) -> dict[str, dict[str, list[float]]]:
+    """model -> metric -> pooled subsample scores over the run's repeats."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for line in (run_dir / "repeats.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for metric, scores in rec["subsets"].items():
+            out.setdefault(rec["model"], {}).setdefault(metric, []).extend(scores)
+    return out
+
+
+def _render(title: str, compare: tuple[tuple[str, str], ...]):
+    def render(table: Table, workdirs: dict) -> tuple[str, dict]:
+        pooled = subsets_of(next(iter(workdirs.values())))
+        rows = [LABELS[m] for m in LABELS if m in pooled]
+        cells = {
+            (LABELS[m], label): pooled[m].get(metric, [])
+            for m in pooled
+            for label, metric, _ in COLUMNS
+        }
+        md, js = render_table(
+            title=title, rows=rows, columns=[c[0] for c in COLUMNS], cells=cells, digits=1
+        )
+        cols = tuple(Column(c[0], c[1], higher_is_better=c[2]) for c in COLUMNS)
+        verdicts = [compare_rows(LABELS[a], LABELS[b], cols, cells) for a, b in compare]
+        if verdicts:
+            md += "\n\n" + "\n".join(verdicts)
+            js["comparisons"] = verdicts
+        return md + "\n", {"sections": [js]}
+
+    return render
+
+
+_CPU, _SMOL = CONFIGS["cpu"], CONFIGS["smollm2"]
+COMMON_NOTES = (
+    "Percentages. Generative columns parse the greedy response as the official calc_metrics.py "
+    "(last <ans>...<eoa>; MCQ rules: lenient = predicted letters a subset of the gold, the "
+    "spec's rule; strict = equal sets; as run = what the official code computes, gold a subset "
+    "of the prediction, its eval_mcq arguments being swapped); empty responses are left out of "
+    "MCQ and TF accuracy, as there. Log-likelihood: the most likely option letter after the "
+    "prompt and '<ans>' (lenient rule; a diagnostic, it cannot refuse or fail the format). "
+    "Refusal: any of the official reject.py markers (or of our strict first-person list), "
+    "empty = refusal. Format failures: tagged items whose response has no <ans>.",
+)
+MAIN_NOTES = COMMON_NOTES + (
+    f"SafeSci-mini: {_CPU.data.compounds} invented compounds, {_CPU.data.train_compounds} "
+    f"for SFT, {_CPU.data.compounds - _CPU.data.train_compounds} for the test set (10 items "
+    "each: 2 single-answer and 2 two-answer MCQ, 2 TF, 2 risk requests, 2 benign look-alikes). "
+    f"Decoder: word-level LLaMA, {_CPU.model.num_layers} blocks of width {_CPU.model.dim}, "
+    f"pretrained once for {_CPU.pretrain.steps} steps on 14 fact paraphrases per compound; "
+    f"each SFT variant fine-tunes a copy for {_CPU.sft.steps} steps of {_CPU.sft.batch_size} "
+    f"at lr {_CPU.sft.lr:g}; {_CPU.repeats} SFT seeds x 5 subsamples per cell; the "
+    "pretrained-only row is one model, 5 subsamples.",
+)
+SMOLLM2_NOTES = COMMON_NOTES + (
+    "SmolLM2-135M-Instruct (offline GGUF, dequantized to float32) in its ChatML template with "
+    "eval.py's system turn, on the official prompts (verbatim), greedy, "
+    f"{_SMOL.eval.smollm2_max_new_tokens} new tokens (official: 2048); the items of the first "
+    f"{_SMOL.eval.smollm2_compounds} SafeSci-mini test compounds; few-shot adds "
+    f"{_SMOL.eval.few_shot} solved train items of the same kind. No SFT; 5 subsamples.",
+)
+
+MAIN = Table(
+    name="main",
+    title="SafeSci-mini: the word-level decoder before and after safety fine-tuning",
+    config="cpu",
+    seeds=(0,),
+    rows=(Row("all models and SFT seeds", "main"),),
+    sections=(),
+    render=_render(
+        "SafeSci-mini test compounds (unseen in SFT)",
+        (("balanced", "helpful"), ("refusal_heavy", "balanced"), ("balanced", "none")),
+    ),
+    notes=MAIN_NOTES,
+)
+SMOLLM2 = Table(
+    name="smollm2",
+    title="SafeSci-mini: SmolLM2-135M-Instruct zero- and few-shot through the same harness",
+    config="smollm2",
+    seeds=(0,),
+    rows=(Row("both prompt modes", "smollm2"),),
+    sections=(),
+    render=_render("SmolLM2-135M-Instruct", (("smollm2_few_shot", "smollm2_zero_shot"),)),
+    notes=SMOLLM2_NOTES,
+)
+TABLES = {"main": MAIN, "smollm2": SMOLLM2}
+
+# Verdicts are filled in from the tables once they are generated.
+CLAIMS: tuple[Claim, ...] = ()
