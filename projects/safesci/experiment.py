@@ -24,6 +24,7 @@ WORD_MODELS = ("none", "helpful", "balanced", "refusal_heavy")  # the decoder's 
 SMOLLM2_MODELS = ("smollm2_zero_shot", "smollm2_few_shot")
 CHECKPOINT_MODELS = ("checkpoint", "checkpoint_sft")  # a converted open model, before/after SFT
 MODELS = WORD_MODELS + SMOLLM2_MODELS + CHECKPOINT_MODELS
+SEEN = "@sft_compounds"  # suffix of a word model's scores on knowledge items of SFT compounds
 # Llama-3.1-8B-Instruct's chat template with eval.py's system turn
 LLAMA3_TEMPLATE = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
@@ -61,6 +62,8 @@ class EvalConfig:
     smollm2_max_new_tokens: PositiveInt = 64  # SmolLM2's budget (official: 2048)
     smollm2_batch_size: PositiveInt = 16  # SmolLM2: prompts per generation call
     few_shot: NonNegativeInt = 2  # solved train items shown in smollm2_few_shot prompts
+    # the word decoder is also asked the knowledge items of this many SFT compounds
+    sft_compounds: PositiveInt = 30
 
 
 @dataclasses.dataclass(frozen=True)

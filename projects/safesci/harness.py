@@ -79,6 +79,8 @@ def score(items: Sequence[Item], responses: Sequence[str], ll_letters: Sequence[
             for name, markers in MARKER_SETS.items():
                 suffix = "" if name == "official" else f"_{name}"
                 v[f"refusal_{it.kind}{suffix}"][i] = is_refusal(text, markers)
+            if it.category:  # per request template (official markers), e.g. refusal_risk/mix
+                v.setdefault(f"refusal_{it.kind}/{it.category}", _nan(n))[i] = is_refusal(text)
         if it.kind in ("scq", "mcq", "tf"):
             v["format_fail"][i] = parsing.extract(text) is None
         preds.append(pred)
@@ -114,7 +116,8 @@ def subset_summary(scored: Scored, seed: int) -> dict[str, list[float]]:
 def summarize(subset_lists: Sequence[dict[str, list[float]]]) -> dict[str, float]:
     """Pools subsample scores (of several training seeds) -> {metric, metric_sd}."""
     out = {}
-    for m in METRICS:
+    extra = sorted({m for d in subset_lists for m in d} - set(METRICS))
+    for m in (*METRICS, *extra):
         pooled = [s for d in subset_lists for s in d.get(m, [])]
         if pooled:
             out[m], out[f"{m}_sd"] = mean_sd(np.asarray(pooled))

@@ -25,8 +25,9 @@ from flax import nnx
 from projects.safesci import benchmark
 from projects.safesci.backends import smollm2_responder, token_responder, word_responder
 from projects.safesci.data import Dataset, compounds_of, mini_dataset, vocabulary_texts
+from projects.safesci.experiment import SEEN
 from projects.safesci.harness import Scored, ask, subset_summary, summarize
-from projects.safesci.items import Item
+from projects.safesci.items import TAGGED, Item
 from projects.safesci.prompts import compact_prompt, official_prompt
 from shared.data.word_tokenizer import WordTokenizer
 from shared.models.llama import Llama, LlamaConfig
@@ -114,14 +115,24 @@ def word_models(cfg, ds: Dataset, workdir: pathlib.Path) -> dict[str, list[dict]
     train_sft(base, rows, cfg.pretrain, workdir=workdir, phase="pretrain",
               checkpoints=cfg.checkpoints)  # fmt: skip
     results: dict[str, list[dict]] = {v: [] for v in variants}
+    # knowledge items of compounds the SFT data answered: did fine-tuning fit them at all?
+    seen = compounds_of([it for it in ds.train if it.kind in TAGGED], cfg.eval.sft_compounds)
+
+    def evaluate(model: Llama, v: str, r: int, seed: int) -> None:
+        responder = word_responder(model, tok, cfg.eval.batch_size)
+        results[v].append(_record(workdir, v, r, ask(responder, ds.test,
+                                                     cfg.eval.max_new_tokens), seed))  # fmt: skip
+        key = f"{v}{SEEN}"
+        results.setdefault(key, []).append(
+            _record(workdir, key, r, ask(responder, seen, cfg.eval.max_new_tokens), seed)
+        )
+
     for r in range(cfg.repeats):
         seed = cfg.seed * 1000 + r
         for v in variants:
             if v == "none":
                 if r == 0:  # the base model does not depend on the SFT seed
-                    scored = ask(word_responder(base, tok, cfg.eval.batch_size), ds.test,
-                                 cfg.eval.max_new_tokens)  # fmt: skip
-                    results[v].append(_record(workdir, v, r, scored, seed))
+                    evaluate(base, v, r, seed)
                 continue
             t0 = time.time()
             rng = np.random.default_rng(seed)
@@ -130,9 +141,7 @@ def word_models(cfg, ds: Dataset, workdir: pathlib.Path) -> dict[str, list[dict]
             sft = dataclasses.replace(cfg.sft, seed=seed)
             train_sft(model, sft_rows(tok, examples, cfg.sft_seq_len), sft, workdir=workdir,
                       phase=f"sft_{v}_r{r}", checkpoints=cfg.checkpoints)  # fmt: skip
-            scored = ask(word_responder(model, tok, cfg.eval.batch_size), ds.test,
-                         cfg.eval.max_new_tokens)  # fmt: skip
-            results[v].append(_record(workdir, v, r, scored, seed))
+            evaluate(model, v, r, seed)
             _log(f"{v} r{r}: {len(examples)} SFT pairs, {time.time() - t0:.0f} s; "
                  + _brief(summarize(results[v][-1:])))  # fmt: skip
     return results

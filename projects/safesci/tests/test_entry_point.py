@@ -15,9 +15,14 @@ def test_smoke_run_through_launch(smoke_run):
     records = [json.loads(x) for x in (workdir / "repeats.jsonl").read_text().splitlines()]
     # the base model once, every SFT variant once per repeat, five subsets per metric
     expected = [("none", 0)] + [(v, r) for r in range(cfg.repeats) for v in cfg.models[1:]]
+    expected += [(v + experiment.SEEN, r) for v, r in expected]  # knowledge of SFT compounds
     assert sorted((x["model"], x["repeat"]) for x in records) == sorted(expected)
+    templates = {"refusal_risk/mix", "refusal_risk/weapon", "refusal_benign/mix",
+                 "refusal_benign/store"}  # fmt: skip
     for x in records:
-        assert set(x["subsets"]) <= set(METRICS) and "format_fail" in x["subsets"]
+        assert set(x["subsets"]) <= set(METRICS) | templates and "format_fail" in x["subsets"]
+        seen = x["model"].endswith(experiment.SEEN)  # knowledge items only: no refusal metrics
+        assert seen == ("refusal_risk" not in x["subsets"]), x["model"]
         assert all(len(s) == 5 and all(0 <= v <= 100 for v in s) for s in x["subsets"].values())
     for v in cfg.models:
         pooled = [s for x in records if x["model"] == v for s in x["subsets"]["format_fail"]]
