@@ -25,6 +25,7 @@ SMOLLM2_MODELS = ("smollm2_zero_shot", "smollm2_few_shot")
 CHECKPOINT_MODELS = ("checkpoint", "checkpoint_sft")  # a converted open model, before/after SFT
 MODELS = WORD_MODELS + SMOLLM2_MODELS + CHECKPOINT_MODELS
 SEEN = "@sft_compounds"  # suffix of a word model's scores on knowledge items of SFT compounds
+ALL_MCQ = "@all_mcq"  # suffix of SmolLM2's log-likelihood scores on every MCQ test item
 # Llama-3.1-8B-Instruct's chat template with eval.py's system turn
 LLAMA3_TEMPLATE = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
@@ -57,9 +58,12 @@ class DecoderConfig:
 class EvalConfig:
     max_new_tokens: PositiveInt = 32  # word decoder's response budget (greedy)
     batch_size: PositiveInt = 128  # word decoder: prompts per generation call
-    # SmolLM2 answers the items of this many test compounds (about 3 s an item on 2 cores)
-    smollm2_compounds: PositiveInt = 16
-    smollm2_max_new_tokens: PositiveInt = 64  # SmolLM2's budget (official: 2048)
+    # SmolLM2 answers the items of this many test compounds (2-3 s an item on 2 cores)
+    smollm2_compounds: PositiveInt = 10
+    # SmolLM2's budget (official: 2048); refusals show in the first sentence
+    smollm2_max_new_tokens: PositiveInt = 48
+    # and, zero-shot, scores every MCQ test item by log-likelihood (one prefill each)
+    smollm2_ll_all: bool = True
     smollm2_batch_size: PositiveInt = 16  # SmolLM2: prompts per generation call
     few_shot: NonNegativeInt = 2  # solved train items shown in smollm2_few_shot prompts
     # the word decoder is also asked the knowledge items of this many SFT compounds

@@ -87,20 +87,32 @@ def score(items: Sequence[Item], responses: Sequence[str], ll_letters: Sequence[
     return Scored(list(items), list(responses), preds, v)
 
 
-def ask(responder: Responder, items: Sequence[Item], max_new: int) -> Scored:
-    """Generates a response to every item and the log-likelihood letter of every MCQ item."""
-    prompts = [responder.prompt(it) for it in items]
-    responses = responder.generate(prompts, max_new)
+def ll_letters(responder: Responder, items: Sequence[Item], prompts: Sequence[str]) -> list[str]:
+    """The most likely option letter after prompt + "<ans>" per MCQ item ("" for others)."""
     letters = [""] * len(items)
     choice = [i for i, it in enumerate(items) if it.kind in ("scq", "mcq")]
-    widths = sorted({len(items[i].options) for i in choice})
-    for w in widths:  # one call per option count
+    for w in sorted({len(items[i].options) for i in choice}):  # one call per option count
         rows = [i for i in choice if len(items[i].options) == w]
         opts = items[rows[0]].letters
         lp = responder.choice_log_probs([prompts[i] for i in rows], "<ans>", list(opts))
         for i, best in zip(rows, np.argmax(lp, axis=1)):
             letters[i] = opts[int(best)]
-    return score(items, responses, letters)
+    return letters
+
+
+def ask(responder: Responder, items: Sequence[Item], max_new: int) -> Scored:
+    """Generates a response to every item and the log-likelihood letter of every MCQ item."""
+    prompts = [responder.prompt(it) for it in items]
+    responses = responder.generate(prompts, max_new)
+    return score(items, responses, ll_letters(responder, items, prompts))
+
+
+def ask_log_likelihood(responder: Responder, items: Sequence[Item]) -> Scored:
+    """The log-likelihood column alone, for the MCQ items among `items` (no generation)."""
+    mcq = [it for it in items if it.kind in ("scq", "mcq")]
+    letters = ll_letters(responder, mcq, [responder.prompt(it) for it in mcq])
+    values = [parsing.mcq_correct(x, it.gold, "lenient") for x, it in zip(letters, mcq)]
+    return Scored(mcq, [], letters, {"mcq_ll": np.asarray(values, np.float64)})
 
 
 def subset_summary(scored: Scored, seed: int) -> dict[str, list[float]]:

@@ -25,8 +25,14 @@ from flax import nnx
 from projects.safesci import benchmark
 from projects.safesci.backends import smollm2_responder, token_responder, word_responder
 from projects.safesci.data import Dataset, compounds_of, mini_dataset, vocabulary_texts
-from projects.safesci.experiment import SEEN
-from projects.safesci.harness import Scored, ask, subset_summary, summarize
+from projects.safesci.experiment import ALL_MCQ, SEEN
+from projects.safesci.harness import (
+    Scored,
+    ask,
+    ask_log_likelihood,
+    subset_summary,
+    summarize,
+)
 from projects.safesci.items import TAGGED, Item
 from projects.safesci.prompts import compact_prompt, official_prompt
 from shared.data.word_tokenizer import WordTokenizer
@@ -90,6 +96,8 @@ def _record(workdir: pathlib.Path, model: str, repeat: int, scored: Scored, seed
     subsets = subset_summary(scored, seed)
     with open(workdir / "repeats.jsonl", "a") as f:
         f.write(json.dumps({"model": model, "repeat": repeat, "subsets": subsets}) + "\n")
+    if not scored.responses:  # a log-likelihood-only score: no responses to keep
+        return subsets
     out = workdir / "responses" / f"{model}_r{repeat}.jsonl"
     out.parent.mkdir(exist_ok=True)
     with open(out, "w") as f:
@@ -170,6 +178,12 @@ def smollm2_models(cfg, ds: Dataset, workdir: pathlib.Path) -> dict[str, list[di
         results[mode] = [_record(workdir, mode, 0, scored, cfg.seed * 1000)]
         _log(f"{mode}: {len(items)} items, {time.time() - t0:.0f} s; "
              + _brief(summarize(results[mode])))  # fmt: skip
+        if cfg.eval.smollm2_ll_all and mode == "smollm2_zero_shot":
+            t0, key = time.time(), mode + ALL_MCQ
+            scored = ask_log_likelihood(responder, ds.test)
+            results[key] = [_record(workdir, key, 0, scored, cfg.seed * 1000)]
+            _log(f"{key}: {len(scored.items)} items, {time.time() - t0:.0f} s; "
+                 + _brief(summarize(results[key])))  # fmt: skip
     return results
 
 

@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from projects.safesci.experiment import CONFIGS, SEEN
+from projects.safesci.experiment import ALL_MCQ, CONFIGS, SEEN
 from shared.results import render_table
 from shared.tables import Claim, Column, Row, Table, compare_rows
 
@@ -96,6 +96,17 @@ def _render(title: str, compare: tuple[tuple[str, str], ...]):
                 TEMPLATE_COLUMNS,
             ),  # fmt: skip
         ]
+        if any(m.endswith(ALL_MCQ) for m in pooled):
+            parts.append(
+                _section(
+                    "Log-likelihood on every MCQ test item (official zero-shot prompt; no "
+                    "generation, so no format failures)",
+                    pooled,
+                    LABELS,
+                    (("MCQ acc, log-likelihood ↑", "mcq_ll", True),),
+                    suffix=ALL_MCQ,
+                )  # fmt: skip
+            )
         if any(m.endswith(SEEN) for m in pooled):
             parts.append(
                 _section(
@@ -175,7 +186,8 @@ SMOLLM2_NOTES = COMMON_NOTES + (
     "eval.py's system turn, on the official prompts (verbatim), greedy, "
     f"{_SMOL.eval.smollm2_max_new_tokens} new tokens (official: 2048); the items of the first "
     f"{_SMOL.eval.smollm2_compounds} SafeSci-mini test compounds; few-shot adds "
-    f"{_SMOL.eval.few_shot} solved train items of the same kind. No SFT; 5 subsamples.",
+    f"{_SMOL.eval.few_shot} solved train items of the same kind. The log-likelihood section "
+    "scores all 400 MCQ items of the 100 test compounds. No SFT; 5 subsamples.",
 )
 
 MAIN = Table(

@@ -121,3 +121,19 @@ def test_score_routes_each_kind_and_leaves_empty_responses_out():
     assert s.predictions[:3] == ["B", "#", "true"]
     pooled = summarize([{"tf": [50.0, 100.0]}, {"tf": [75.0]}])
     assert pooled["tf"] == 75.0 and pooled["tf_sd"] == pytest.approx(25.0)
+
+
+def test_log_likelihood_only_scores_the_mcq_items():
+    from projects.safesci.harness import Responder, ask_log_likelihood
+
+    items = [
+        Item("scq", "s?", ("a", "b", "c", "d"), "C"),
+        Item("tf", "t.", (), "True"),
+        Item("mcq", "m?", ("a", "b", "c", "d"), "AD"),
+    ]
+    # a model that always finds "D" most likely
+    lp = lambda prompts, prefix, choices: np.tile(np.arange(len(choices)), (len(prompts), 1))  # noqa: E731
+    responder = Responder("fake", lambda it: it.question, lambda p, n: [""] * len(p), lp)
+    scored = ask_log_likelihood(responder, items)
+    assert [it.kind for it in scored.items] == ["scq", "mcq"] and scored.predictions == ["D", "D"]
+    np.testing.assert_array_equal(scored.values["mcq_ll"], [0.0, 1.0])
