@@ -156,11 +156,20 @@ def word_models(cfg, ds: Dataset, workdir: pathlib.Path) -> dict[str, list[dict]
 
 
 def few_shot_picker(ds: Dataset, k: int):
-    """item -> the first k training pairs of its kind (official-format responses)."""
+    """item -> k solved training pairs (official-format responses) shown before it: of its own
+    kind for MCQ and TF items (the format is visible anyway); for a request, alternately a
+    risk and a benign one whatever the item is, since choosing by kind would give away
+    whether the request is risky."""
     by_kind: dict[str, list[tuple[Item, str]]] = {}
     for it, response in ds.pairs:
         by_kind.setdefault(it.kind, []).append((it, response))
-    return lambda it: by_kind.get(it.kind, [])[:k]
+    requests = [x for pair in zip(by_kind.get("risk", []), by_kind.get("benign", []))
+                for x in pair]  # fmt: skip
+
+    def pick(it: Item) -> list[tuple[Item, str]]:
+        return (requests if it.kind in ("risk", "benign") else by_kind.get(it.kind, []))[:k]
+
+    return pick
 
 
 def smollm2_models(cfg, ds: Dataset, workdir: pathlib.Path) -> dict[str, list[dict]]:

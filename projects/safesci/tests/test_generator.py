@@ -88,3 +88,16 @@ def test_official_prompt_uses_the_kind_prefix():
     assert official_prompt(scq).endswith(f"D. {scq.options[3]}.\n#ANSWER:")
     shot = official_prompt(scq, [(scq, "<ans>A<eoa>")])
     assert shot.count("#QUERY: " + scq.question) == 2
+
+
+def test_few_shot_examples_never_give_away_whether_a_request_is_risky():
+    from projects.safesci.pipeline import few_shot_picker
+
+    pick = few_shot_picker(DS, 2)
+    risk = next(it for it in DS.test if it.kind == "risk")
+    benign = next(it for it in DS.test if it.kind == "benign")
+    assert pick(risk) == pick(benign)
+    assert [it.kind for it, _ in pick(risk)] == ["risk", "benign"]
+    mcq = next(it for it in DS.test if it.kind == "mcq")
+    assert [it.kind for it, _ in pick(mcq)] == ["mcq", "mcq"]
+    assert all(r.startswith("<ans>") and " " not in r for _, r in pick(mcq))
