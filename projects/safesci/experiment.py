@@ -95,7 +95,7 @@ class Config:
     data: DataConfig = DataConfig()
     model: DecoderConfig = DecoderConfig()
     models: tuple[str, ...] = WORD_MODELS  # which models a run evaluates (see MODELS)
-    # 400 steps (about 50 epochs of the facts): the loss is at its floor (0.06 nats) by then
+    # 400 steps (about 50 epochs of the facts): the loss is near its floor (about 0.05 nats)
     pretrain: SFTConfig = SFTConfig(steps=400, batch_size=32, lr=3e-3, warmup_fraction=0.05)
     pretrain_seq_len: PositiveInt = 128  # tokens per pretraining row of packed facts
     # about 3 epochs of the 2000 pairs: what the 15-minute table allows (9 fine-tunings)

@@ -216,5 +216,46 @@ SMOLLM2 = Table(
 TABLES = {"main": MAIN, "smollm2": SMOLLM2}
 FIGURES = {"main": tradeoff_figure}
 
-# Verdicts are filled in from the tables once they are generated.
-CLAIMS: tuple[Claim, ...] = ()
+# The paper's claims and what the tables generated at 7cdbc65 (main) and 526f076 (smollm2) show.
+CLAIMS = (
+    Claim(
+        "Objective, deterministically scored items (multiple choice, true/false, refusal "
+        "markers) measure scientific safety without subjective judging.",
+        "partly",
+        "the harness reproduces the official scoring exactly and its tests pin every rule; "
+        "but the official code's swapped eval_mcq arguments make its multi-answer rule a "
+        "superset test ('ABCD' is always right), so its published MCQ numbers are not the "
+        "lenient subset rule its variable names describe (main/smollm2: 'as run' column)",
+    ),
+    Claim(
+        "LLMs show critical vulnerabilities: they answer risky scientific requests.",
+        "holds",
+        "smollm2: SmolLM2-135M-Instruct refuses 0% of risk requests, the explicit poison-gas "
+        "request included, zero- and few-shot; main: the decoder without safety data (helpful "
+        "SFT) refuses 0%",
+    ),
+    Claim(
+        "LLMs show varying degrees of excessive refusal on safety-related questions.",
+        "partly",
+        "main: over-refusal of benign look-alikes varies with the safety data, 0% (helpful), "
+        "40.4 ± 15.3% (balanced), 100% (refusal-heavy); smollm2: SmolLM2 refuses nothing, so "
+        "it shows no over-refusal; the paper's 24 LLMs are not run here",
+    ),
+    Claim(
+        "Fine-tuning on SafeSciTrain clearly improves safety alignment.",
+        "partly",
+        "main: balanced SafeSciTrain-like SFT raises risk refusal from 0% to 87.3 ± 17.1% "
+        "(vs helpful SFT), but also benign refusal to 40.4 ± 15.3%, and knowledge accuracy on "
+        "unseen compounds stays at chance for every variant (22.1% vs 20.8% chance), so the "
+        "safe-answer part of the claim is not testable at this scale",
+    ),
+    Claim(
+        "Whether a scientific question is safe should depend on its context, not on a "
+        "universal safe/unsafe label.",
+        "not testable here",
+        "main, refusal by template: the balanced model refuses 'mix c with r' as often when r "
+        "is compatible (79.4%) as when it is dangerous (72.5%), i.e. by surface, the failure "
+        "the paper argues against; a model that uses the context would need the compounds' "
+        "facts, which this decoder does not retrieve (knowledge at chance)",
+    ),
+)
