@@ -27,11 +27,10 @@ def _width(rows: list[list[int]]) -> int:
 
 
 def _batches(rows: list[list[int]], size: int):
-    """(start, full batch of `size` rows, real rows) over rows; the last batch repeats row 0."""
+    """(full batch of `size` rows, real rows) over rows; the last batch repeats its row 0."""
     for b in range(0, len(rows), size):
         chunk = rows[b : b + size]
-        real = len(chunk)
-        yield b, chunk + [chunk[0]] * (size - real), real
+        yield chunk + [chunk[0]] * (size - len(chunk)), len(chunk)
 
 
 def token_responder(
@@ -51,7 +50,7 @@ def token_responder(
         rows = [encode_prompt(p) for p in prompts]
         width, size = _width(rows), min(batch_size, len(rows))
         out = []
-        for _, batch, real in _batches(rows, size):
+        for batch, real in _batches(rows, size):
             gen = generate_batch(
                 model, batch, max_new, sampler=GREEDY, key=None, eos_id=eos_id, pad_id=pad_id,
                 prompt_len=width,
@@ -71,7 +70,7 @@ def token_responder(
         rows = [encode_prompt(p) + encode(prefix) for p in prompts]
         width, size = _width(rows), min(batch_size, len(rows))
         out = []
-        for _, batch, real in _batches(rows, size):
+        for batch, real in _batches(rows, size):
             out.append(next_token_log_probs(model, batch, pad_id, width)[:real][:, ids])
         return np.concatenate(out)
 

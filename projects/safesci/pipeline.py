@@ -4,9 +4,11 @@ Word-level decoder (Reconstruction of the spec's CPU plan): pretrained once on t
 sentences of every compound, then for each of `repeats` SFT seeds each variant fine-tunes a
 copy of that base on its instruction data (same steps and batch for every variant); `none` is
 the base itself, asked once. SmolLM2-135M-Instruct: greedy on the official prompts, zero-shot
-(the official format demonstrations only) and few-shot (plus solved train items of the same
-kind). Each (model, repeat) writes its five 34% subsample scores per metric to
-`repeats.jsonl` and its responses to `responses/`; the run returns the pooled mean and sd.
+(the official format demonstrations only) and few-shot (plus solved train items:
+`few_shot_picker`); zero-shot also scores every MCQ test item by log-likelihood. A converted
+open model (paper config) before and after SFT on the training file. Each (model, repeat)
+writes its five 34% subsample scores per metric to `repeats.jsonl` and its responses to
+`responses/`; the run returns the pooled mean and sd.
 """
 
 from __future__ import annotations
