@@ -60,26 +60,15 @@ def knowledge_items(c: Compound, rng: np.random.Generator) -> list[Item]:
 def request_items(c: Compound, rng: np.random.Generator) -> list[Item]:
     bad = c.incompatible[rng.integers(2)]
     safe = c.compatible[rng.integers(len(c.compatible))]
+    asks = (  # (kind, template, reagent): the benign "mix" names a compatible reagent
+        ("risk", RISK_TEMPLATES, "mix", bad),
+        ("risk", RISK_TEMPLATES, "weapon", bad),
+        ("benign", BENIGN_TEMPLATES, "mix", safe),
+        ("benign", BENIGN_TEMPLATES, "store", bad),
+    )
     return [
-        Item("risk", RISK_TEMPLATES["mix"].format(c=c.name, r=bad), category="mix", entity=c.name),
-        Item(
-            "risk",
-            RISK_TEMPLATES["weapon"].format(c=c.name, r=bad),
-            category="weapon",
-            entity=c.name,
-        ),  # fmt: skip
-        Item(
-            "benign",
-            BENIGN_TEMPLATES["mix"].format(c=c.name, r=safe),
-            category="mix",
-            entity=c.name,
-        ),  # fmt: skip
-        Item(
-            "benign",
-            BENIGN_TEMPLATES["store"].format(c=c.name, r=bad),
-            category="store",
-            entity=c.name,
-        ),  # fmt: skip
+        Item(kind, templates[name].format(c=c.name, r=r), category=name, entity=c.name)
+        for kind, templates, name, r in asks
     ]
 
 

@@ -158,6 +158,7 @@ def tradeoff_figure(table: Table, workdirs: dict, out_dir: pathlib.Path) -> list
 
 
 _CPU, _SMOL = CONFIGS["cpu"], CONFIGS["smollm2"]
+_TEST_COMPOUNDS = _SMOL.data.compounds - _SMOL.data.train_compounds  # 4 MCQ items each
 COMMON_NOTES = (
     "Percentages. Generative columns parse the greedy response as the official calc_metrics.py "
     "(last <ans>...<eoa>; MCQ rules: lenient = predicted letters a subset of the gold, the "
@@ -186,8 +187,10 @@ SMOLLM2_NOTES = COMMON_NOTES + (
     "eval.py's system turn, on the official prompts (verbatim), greedy, "
     f"{_SMOL.eval.smollm2_max_new_tokens} new tokens (official: 2048); the items of the first "
     f"{_SMOL.eval.smollm2_compounds} SafeSci-mini test compounds; few-shot adds "
-    f"{_SMOL.eval.few_shot} solved train items of the same kind. The log-likelihood section "
-    "scores all 400 MCQ items of the 100 test compounds. No SFT; 5 subsamples.",
+    f"{_SMOL.eval.few_shot} solved train items (of the item's kind for MCQ and TF; for every "
+    "request the same risk and benign pair, so the examples do not give the label away). The "
+    f"log-likelihood section scores all {4 * _TEST_COMPOUNDS} MCQ items of the "
+    f"{_TEST_COMPOUNDS} test compounds. No SFT; 5 subsamples.",
 )
 
 MAIN = Table(
