@@ -219,7 +219,7 @@ SMOLLM2 = Table(
 TABLES = {"main": MAIN, "smollm2": SMOLLM2}
 FIGURES = {"main": tradeoff_figure}
 
-# The paper's claims and what the tables generated at 7cdbc65 (main) and 526f076 (smollm2) show.
+# The paper's claims and what the tables generated at 7cdbc65 (main) and 558a3d2 (smollm2) show.
 CLAIMS = (
     Claim(
         "Objective, deterministically scored items (multiple choice, true/false, refusal "
