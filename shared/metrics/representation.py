@@ -11,12 +11,12 @@ def per_dimension_variance(emb: np.ndarray) -> np.ndarray:
     return emb.var(axis=0)
 
 
-def effective_rank(emb: np.ndarray) -> float:
-    """Effective rank (Roy & Vetterli, 2007): exp of the entropy of the normalized singular
-    values of the centred [N, D] embedding matrix. 1 for rank-one data, D for isotropic data,
-    0 for constant data."""
+def effective_rank(emb: np.ndarray, center: bool = True) -> float:
+    """Effective rank (Roy & Vetterli, 2007): exp of the entropy of the singular values of the
+    [N, D] matrix normalized by their sum (centred over rows unless center=False). 1 for
+    rank-one data, D for isotropic data, 0 for constant (or zero) data."""
     emb = np.asarray(emb, np.float64).reshape(len(emb), -1)
-    s = np.linalg.svd(emb - emb.mean(0), compute_uv=False)
+    s = np.linalg.svd(emb - emb.mean(0) if center else emb, compute_uv=False)
     total = s.sum()
     if total <= 1e-12 * max(1.0, np.abs(emb).max()):
         return 0.0

@@ -196,10 +196,22 @@ class Attention(nnx.Module):
 
         Returns the output [B, T, D] and the updated (k, v) (None without a cache)."""
         b, t, _ = x.shape
+        q, k, v = self.project(x, cos, sin)
+        out, kv = self.mix(q, k, v, mask, kv, start, padded)
+        return self.o_proj(out.reshape(b, t, -1)), kv
+
+    def project(self, x, cos, sin):
+        """x [B, T, D] -> q [B, T, N, H], k/v [B, T, K, H], with RoPE on q and k."""
+        b, t, _ = x.shape
         cfg, h = self.cfg, self.cfg.resolved_head_dim
         q = apply_rope(self.q_proj(x).reshape(b, t, cfg.num_heads, h), cos, sin)
         k = apply_rope(self.k_proj(x).reshape(b, t, cfg.num_kv_heads, h), cos, sin)
         v = self.v_proj(x).reshape(b, t, cfg.num_kv_heads, h)
+        return q, k, v
+
+    def mix(self, q, k, v, mask, kv=None, start=None, padded=False):
+        """Each head's output before o_proj, [B, T, N, H], and the updated cache (k, v)."""
+        cfg = self.cfg
         if kv is not None:
             k = jax.lax.dynamic_update_slice(kv[0], k.astype(kv[0].dtype), (0, start, 0, 0))
             v = jax.lax.dynamic_update_slice(kv[1], v.astype(kv[1].dtype), (0, start, 0, 0))
@@ -216,7 +228,7 @@ class Attention(nnx.Module):
             groups = cfg.num_heads // cfg.num_kv_heads  # query head j reads kv head j // groups
             k, v = jnp.repeat(k, groups, 2), jnp.repeat(v, groups, 2)
             out = self.attention_fn(q, k, v, mask)
-        return self.o_proj(out.reshape(b, t, cfg.num_heads * h)), kv
+        return out, kv
 
 
 class SwiGLU(nnx.Module):
@@ -293,6 +305,25 @@ class Llama(nnx.Module):
 
         `embeddings` [B, T, D] replace the lookup of `tokens` (gradients and continuous
         optimization with respect to the input embeddings; `tokens` still gives the shape)."""
+        t = tokens.shape[1]
+        cos, sin, mask, start = self.positional(tokens, cache, positions, key_valid)
+        padded = key_valid is not None
+        x = self.embed_tokens(tokens) if embeddings is None else embeddings
+        new_k, new_v = [], []
+        for i, layer in enumerate(self.layers):
+            kv = None if cache is None else (cache.k[i], cache.v[i])
+            x, kv = layer(x, cos, sin, mask, kv, start, padded)
+            if kv is not None:
+                new_k.append(kv[0])
+                new_v.append(kv[1])
+        logits = self.unembed(x)
+        if cache is None:
+            return logits
+        return logits, KVCache(jnp.stack(new_k), jnp.stack(new_v), cache.length + t)
+
+    def positional(self, tokens, cache=None, positions=None, key_valid=None):
+        """RoPE cos/sin [B, T, 1, H], the attention mask ([1|B, 1, T, S], True = attend) and
+        the first slot of `tokens` (the arguments as in `__call__`)."""
         b, t = tokens.shape
         if cache is None and t > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.cfg.max_seq_len}")
@@ -312,23 +343,13 @@ class Llama(nnx.Module):
         mask = (keys[None, :] <= slots[:, None])[None, None]  # [1, 1, T, S]
         if padded:
             mask = mask & key_padding_mask(key_valid)  # [B, 1, T, S]
-        x = self.embed_tokens(tokens) if embeddings is None else embeddings
-        new_k, new_v = [], []
-        for i, layer in enumerate(self.layers):
-            kv = None if cache is None else (cache.k[i], cache.v[i])
-            x, kv = layer(x, cos, sin, mask, kv, start, padded)
-            if kv is not None:
-                new_k.append(kv[0])
-                new_v.append(kv[1])
+        return cos, sin, mask, start
+
+    def unembed(self, x: jax.Array) -> jax.Array:
+        """Final residual stream [B, T, D] -> float32 logits [B, T, vocab]."""
         x = self.norm(x)
-        if self.lm_head is None:
-            logits = self.embed_tokens.attend(x)
-        else:
-            logits = self.lm_head(x)
-        logits = logits.astype(jnp.float32)
-        if cache is None:
-            return logits
-        return logits, KVCache(jnp.stack(new_k), jnp.stack(new_v), cache.length + t)
+        logits = self.embed_tokens.attend(x) if self.lm_head is None else self.lm_head(x)
+        return logits.astype(jnp.float32)
 
 
 def count_params(model: nnx.Module) -> int:
