@@ -20,7 +20,7 @@ import pathlib
 from shared.config import NonNegativeInt, PositiveInt
 from shared.train.lm import LMTrainConfig
 
-ANALYSES = ("fv", "primitives")  # fv_smollm2 (SmolLM2-135M FVs) is not built yet
+ANALYSES = ("fv", "primitives", "fv_smollm2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +110,7 @@ CONFIGS: dict[str, Config] = {
         ),  # fmt: skip
     ),
     "cpu": Config(),
+    "smollm2": Config(analyses=("fv_smollm2",)),
     # The paper's scale: an 8B decoder of the Llama-3 layout (Llama-3-8B is one of the paper's
     # models; its weights are not here, so the layout is trained on the mixture), Todd's FV
     # settings, longer traces. Not run on CPU; rehearsed shrunk (rehearsal.py).

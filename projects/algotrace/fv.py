@@ -212,3 +212,37 @@ def token_nll(model: Llama, tokens, pads, batch: int = 64) -> np.ndarray:
                               jnp.asarray(pads[i : i + batch])))
         for i in range(0, len(tokens), batch)
     ])  # fmt: skip
+
+
+def answer_accuracy(
+    model: Llama,
+    prompts,
+    answers,
+    *,
+    vector=None,
+    layer: int = 0,
+    alpha: float = 0.0,
+    batch: int = 32,
+) -> float:
+    """Exact match of greedy answers, computed teacher-forced: a row is right iff the argmax at
+    every answer position is the answer token, which is what greedy decoding produces. With
+    `vector`, alpha * vector enters block `layer` at the prompt's last token only (as in
+    `generate(..., where="last")`)."""
+    cfg = model.cfg
+    hits = []
+    for i in range(0, len(prompts), batch):
+        rows = [list(p) + list(a) for p, a in zip(prompts[i : i + batch], answers[i : i + batch])]
+        alen = np.asarray([len(a) for a in answers[i : i + batch]])
+        tok, pads = pad_batch(rows)
+        t = tok.shape[1]
+        last = t - 1 - alen  # the prompt's last slot per row
+        if vector is None:
+            iv = Intervention()
+        else:
+            at = jnp.arange(t)[None, :] == jnp.asarray(last)[:, None]
+            iv = Intervention(steer=steering(cfg.num_layers, layer, jnp.asarray(vector), alpha, at))
+        logits, _ = run_traced(model, tok, pads, iv)
+        pred = np.asarray(jnp.argmax(logits, -1))
+        for r, n in enumerate(alen):
+            hits.append(bool(np.all(pred[r, last[r] : last[r] + n] == tok[r, last[r] + 1 :])))
+    return float(np.mean(hits))

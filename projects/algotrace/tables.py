@@ -187,7 +187,49 @@ TOY = Table(
         "100 generated tokens; perplexity of the generated tokens under the unsteered model.",
     ),
 )
-TABLES = {"toy": TOY}
+
+
+def render_smollm2(table: Table, workdirs: dict) -> tuple[str, dict]:
+    (d,) = _load(workdirs, "fv_smollm2")
+    rows = [[t] + [f"{100 * r[k]:.1f}" for k in ("zero_shot", "icl", "fv", "random")]
+            + [r["best_layer"]] for t, r in d["tasks"].items()]  # fmt: skip
+    md = "## Table 1 (SmolLM2-135M-Instruct): ICL accuracy (%)\n\n" + _md(
+        ["task", "zero-shot", f"{_SMOL.smollm2.shots}-shot ICL", "zero-shot + FV (α=1, best layer)",
+         "zero-shot + random (‖FV‖)", "best layer"], rows)  # fmt: skip
+    curve = [[t] + [f"{100 * a:.0f}" for a in r["dev_curve"]] for t, r in d["tasks"].items()]
+    md += "\n\n## Zero-shot + FV accuracy (%) on dev prompts by injection layer\n\n" + _md(
+        ["task"] + [f"L{i}" for i in d["layers"]], curve
+    )
+    aie = np.asarray(d["aie"])
+    pos = np.sort(np.clip(aie.ravel(), 0, None))[::-1]
+    md += (
+        f"\n\nAIE over {aie.size} heads: top-10 heads {d['heads']}; they hold "
+        f"{100 * pos[:10].sum() / max(pos.sum(), 1e-12):.1f}% of the positive AIE mass."
+    )
+    return md + "\n", d
+
+
+_SMOL = CONFIGS["smollm2"]
+FV_SMOLLM2 = Table(
+    name="fv_smollm2",
+    title="Todd-style function vectors of SmolLM2-135M-Instruct on hand-written ICL tasks",
+    config="smollm2",
+    seeds=(0,),
+    rows=(Row("four tasks", "fv_smollm2"),),
+    sections=(),
+    render=render_smollm2,
+    notes=(
+        f"SmolLM2-135M-Instruct (GGUF Q4_1 dequantized to float32), forward passes only, Todd's "
+        f"'Q: x\\nA: y' format without chat template. ā over {_SMOL.smollm2.mean_prompts} "
+        f"{_SMOL.smollm2.shots}-shot prompts per task, CIE over all 270 heads on "
+        f"{_SMOL.smollm2.trials} label-shuffled prompts per task (sized for the table budget), "
+        f"universal top-{_SMOL.smollm2.top_heads} heads, α = 1, layer picked among every "
+        f"{_SMOL.smollm2.layer_stride}nd layer on {_SMOL.smollm2.dev_prompts} dev prompts; "
+        f"{_SMOL.smollm2.eval_prompts} test prompts per task and condition; exact match of the "
+        "answer tokens (teacher-forced argmax = greedy). One run (deterministic model).",
+    ),
+)
+TABLES = {"toy": TOY, "fv_smollm2": FV_SMOLLM2}
 FIGURES = {"toy": toy_figures}
 
 CLAIMS = (
