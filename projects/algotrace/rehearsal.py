@@ -10,7 +10,12 @@ from shared.rehearsal import Rehearsal
 
 REHEARSAL = Rehearsal(
     data="the generated ICL + graph-navigation mixture (projects/algotrace/tasks.py)",
-    shrink=(
+    shrink=(  # each override is validated on its own: the layers first, then the layout
+        "primitives.cluster_layer=1",
+        "primitives.inject_layer=1",
+        "primitives.prompts=4",
+        "primitives.vector_prompts=6",
+        "primitives.max_new=16",
         "model.size=''",
         "model.dim=32",
         "model.num_layers=2",
@@ -26,10 +31,5 @@ REHEARSAL = Rehearsal(
         "fv.top_heads=2",
         "fv.dev_prompts=3",
         "fv.eval_prompts=4",
-        "primitives.cluster_layer=1",
-        "primitives.inject_layer=1",
-        "primitives.prompts=4",
-        "primitives.vector_prompts=6",
-        "primitives.max_new=16",
     ),
 )
