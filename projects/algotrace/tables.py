@@ -232,20 +232,22 @@ FV_SMOLLM2 = Table(
 TABLES = {"toy": TOY, "fv_smollm2": FV_SMOLLM2}
 FIGURES = {"toy": toy_figures}
 
-# The paper's claims and what table toy (generated at a14171f) shows; fv_smollm2 see README.
+# The paper's claims and what tables toy (generated at a14171f) and fv_smollm2 (38660e4) show.
 CLAIMS = (
     Claim(
         "Function vectors (sums of a few heads' mean outputs) recover ICL behaviour zero-shot.",
-        "not testable here",
-        "toy: the 350-step decoder barely does ICL itself (10-shot 3.3-20.7%), and zero-shot + FV "
-        "is within one seed std of zero-shot and of the random vector on every task (e.g. "
-        "copy_first 13.3 ± 11.0 vs 12.0 ± 11.1 vs 14.0 ± 12.5); SmolLM2: table fv_smollm2",
+        "partly",
+        "fv_smollm2 (SmolLM2-135M, 25 test prompts): first letter 0% zero-shot -> 72% with the FV "
+        "(random vector 0%, 10-shot 92%), uppercase 0 -> 4%, country->capital and number->word "
+        "stay at 0% (10-shot 88%); toy: the 350-step decoder barely does ICL (10-shot 3.3-20.7%) "
+        "and zero-shot + FV is within one seed std of zero-shot and of the random vector",
     ),
     Claim(
         "A few attention heads carry the function (they dominate the AIE).",
         "not testable here",
         "toy: the top-3 heads hold 97.7 ± 3.7% of the positive AIE mass, but the largest AIE is "
-        "below 0.0005 in probability, so this is dominance of a near-zero effect",
+        "below 0.0005 in probability, so this is dominance of a near-zero effect; fv_smollm2: the "
+        "top-10 of 270 heads hold 71.1% of the positive AIE mass (6 of them in layers 17-20)",
     ),
     Claim(
         "Injecting a primitive vector elicits the associated operation in the trace.",
