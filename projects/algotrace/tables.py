@@ -247,7 +247,7 @@ CLAIMS = (
         "not testable here",
         "toy: the top-3 heads hold 97.7 ± 3.7% of the positive AIE mass, but the largest AIE is "
         "below 0.0005 in probability, so this is dominance of a near-zero effect; fv_smollm2: the "
-        "top-10 of 270 heads hold 71.1% of the positive AIE mass (6 of them in layers 17-20)",
+        "top-10 of 270 heads hold 71.1% of the positive AIE mass (7 of them in layers 17-20)",
     ),
     Claim(
         "Injecting a primitive vector elicits the associated operation in the trace.",
