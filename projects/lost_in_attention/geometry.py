@@ -1,0 +1,67 @@
+"""Per-layer geometry of the attention and FFN updates of a decoder, from `shared.interp`
+captures: for each sample, X = the residual stream entering the sublayer (before its norm) and
+ΔX = the update it adds back, measured with shared.metrics.residual_geometry.
+
+  attention: X = resid_pre[l],  ΔX = attn_out[l]
+  FFN:       X = resid_mid[l],  ΔX = ffn_out[l]
+Each (sample, layer, sublayer) gives one record; the centred variants (ρ and ΔeRank on
+row-centred X) are the spec's robustness check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from shared.metrics.residual_geometry import delta_erank, support, update_geometry
+
+CAPTURE = ("resid_pre", "attn_out", "resid_mid", "ffn_out")
+SUBLAYERS = {"attn": ("resid_pre", "attn_out"), "ffn": ("resid_mid", "ffn_out")}
+METRICS = ("rho", "delta_erank", "overlap", "norm_ratio", "cosine", "k", "rho_c", "delta_erank_c")
+
+
+def measure(acts: dict[str, np.ndarray], skip: int = 0) -> list[dict]:
+    """acts: name -> [L, B, T, D] -> one record per (sample, layer, sublayer); the first `skip`
+    tokens of every sample are left out."""
+    acts = {k: np.asarray(acts[k], np.float64)[:, :, skip:] for k in CAPTURE}
+    num_layers, batch = acts["resid_pre"].shape[:2]
+    out = []
+    for b in range(batch):
+        for layer in range(num_layers):
+            for sub, (xs, dxs) in SUBLAYERS.items():
+                x, dx = acts[xs][layer, b], acts[dxs][layer, b]
+                rec = {"sample": b, "layer": layer, "sublayer": sub, **update_geometry(x, dx)}
+                rec["rho_c"] = support(x, dx, center=True)
+                rec["delta_erank_c"] = delta_erank(x, dx, center=True)
+                out.append(rec)
+    return out
+
+
+def summarize(records: Iterable[dict]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """sublayer -> metric -> [(mean, sd over samples) per layer]."""
+    records = list(records)
+    num_layers = 1 + max(r["layer"] for r in records)
+    out: dict[str, dict[str, list]] = {}
+    for sub in SUBLAYERS:
+        out[sub] = {}
+        for m in METRICS:
+            per_layer = []
+            for layer in range(num_layers):
+                v = np.array([r[m] for r in records if r["sublayer"] == sub and r["layer"] == layer])
+                v = v[np.isfinite(v)]
+                per_layer.append((float(v.mean()), float(v.std(ddof=1))) if len(v) > 1 else
+                                 (float("nan"), float("nan")))  # fmt: skip
+            out[sub][m] = per_layer
+    return out
+
+
+def flat_means(summary: dict, prefix: str = "geometry") -> dict[str, float]:
+    """{'geometry/attn/rho/L0': mean, ...} and the mean over layers per (sublayer, metric)."""
+    out = {}
+    for sub, metrics in summary.items():
+        for m, per_layer in metrics.items():
+            for layer, (mean, _) in enumerate(per_layer):
+                out[f"{prefix}/{sub}/{m}/L{layer}"] = mean
+            out[f"{prefix}/{sub}/{m}/mean"] = float(np.nanmean([v for v, _ in per_layer]))
+    return out
