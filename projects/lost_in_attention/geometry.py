@@ -48,7 +48,9 @@ def summarize(records: Iterable[dict]) -> dict[str, dict[str, list[tuple[float, 
         for m in METRICS:
             per_layer = []
             for layer in range(num_layers):
-                v = np.array([r[m] for r in records if r["sublayer"] == sub and r["layer"] == layer])
+                v = np.array(
+                    [r[m] for r in records if r["sublayer"] == sub and r["layer"] == layer]
+                )
                 v = v[np.isfinite(v)]
                 per_layer.append((float(v.mean()), float(v.std(ddof=1))) if len(v) > 1 else
                                  (float("nan"), float("nan")))  # fmt: skip

@@ -24,9 +24,9 @@ from shared import rng
 from shared.data.images import load_digits, load_mnist
 from shared.data.pipeline import batch_iterator
 from shared.models.llama import SIZES, count_params
-from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 from shared.results import write_json
 from shared.train.loop import train_loop
+from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
 
 def load_images(cfg):
