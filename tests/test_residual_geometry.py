@@ -83,6 +83,26 @@ def test_magnitudes_and_delta_erank():
     e = np.zeros((4, 4))
     e[0, 0] = 1.0
     assert delta_erank(e, np.diag([0, 1.0, 1.0, 1.0])) == pytest.approx(3.0)
-    g = update_geometry(_low_rank(), RNG.normal(size=(12, 20)))
+    x, dx = _low_rank(), RNG.normal(size=(12, 20))
+    g = update_geometry(x, dx)
     assert set(g) == {"rho", "delta_erank", "overlap", "norm_ratio", "cosine", "k"}
     assert 0.0 <= g["rho"] <= 1.0 and g["k"] == 4
+
+
+def test_update_geometry_equals_the_separate_measurements():
+    # one SVD per matrix inside update_geometry; the values are the single functions'
+    for x, dx in [(_low_rank(), RNG.normal(size=(12, 20))), (RNG.normal(size=(9, 6)), None)]:
+        dx = 0.3 * x @ RNG.normal(size=(6, 6)) if dx is None else dx
+        g = update_geometry(x, dx, center=True)
+        want = {
+            "rho": support(x, dx),
+            "delta_erank": delta_erank(x, dx),
+            "overlap": update_overlap(x, dx),
+            "norm_ratio": norm_ratio(x, dx),
+            "cosine": mean_token_cosine(x, dx),
+            "k": energy_basis(x).shape[1],
+            "rho_c": support(x, dx, center=True),
+            "delta_erank_c": delta_erank(x, dx, center=True),
+        }
+        assert g == pytest.approx(want, rel=1e-12, abs=1e-12)
+    assert np.isnan(update_geometry(x, np.zeros_like(x))["rho"])

@@ -23,7 +23,7 @@ from shared import rng
 from shared.data.text import wikipedia_documents
 from shared.interp import trace
 from shared.models.llama import SIZES
-from shared.results import write_json
+from shared.results import append_metrics, write_json
 
 TEXT_MODES = ("vanilla", "noise_all", "noise_late", "uniform")
 # LLaVA-1.5-7B's language model (Vicuna-7B v1.5): the LLaMA-2-7B layout
@@ -69,6 +69,21 @@ def lead_tokens(tokenizer, documents: int, tokens: int) -> np.ndarray:
     raise ValueError(f"only {len(rows)} leads have {tokens} tokens; lower text.documents")
 
 
+def _placement(state) -> dict:
+    """Parameters and where they live: the mesh axes and how many arrays each axis splits."""
+    leaves = jax.tree.leaves(state)
+    mesh = getattr(leaves[0].sharding, "mesh", None)
+    split = {a: 0 for a in (mesh.axis_names if mesh is not None else ())}
+    for x in leaves:
+        for axis in jax.tree.leaves(tuple(getattr(x.sharding, "spec", ()))):
+            split[axis] = split.get(axis, 0) + 1
+    return {
+        "parameters": int(sum(x.size for x in leaves)),
+        "mesh": dict(mesh.shape) if mesh is not None else None,
+        "arrays_split_per_axis": split,
+    }
+
+
 def run_text(cfg, workdir: pathlib.Path) -> dict[str, float]:
     model, tokenizer = load_text_model(cfg)
     t = cfg.text
@@ -77,6 +92,7 @@ def run_text(cfg, workdir: pathlib.Path) -> dict[str, float]:
     if t.late_from >= mcfg.num_layers:
         raise ValueError(f"text.late_from={t.late_from} >= the model's {mcfg.num_layers} layers")
     graphdef, state = nnx.split(model)
+    write_json(workdir / "model.json", _placement(state))
 
     @jax.jit
     def capture(state, tokens):
@@ -93,33 +109,40 @@ def run_text(cfg, workdir: pathlib.Path) -> dict[str, float]:
         nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
         return jnp.argmax(logits, -1) == tokens[:, 1:], nll
 
-    records = []
+    records: dict[int, list] = {0: [], 1: []}  # skip 1: without the first token (see below)
     batches = range(0, len(leads), t.batch_size)
     for s in tqdm(batches, desc="geometry", leave=False):
-        for r in geometry.measure(jax.device_get(capture(state, leads[s : s + t.batch_size]))):
-            r["sample"] += s
-            records.append(r)
-    (workdir / "geometry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    summary = geometry.summarize(records)
+        acts = jax.device_get(capture(state, leads[s : s + t.batch_size]))
+        for skip, recs in records.items():
+            for r in geometry.measure(acts, skip=skip):
+                recs.append({**r, "sample": r["sample"] + s, "skip": skip})
+    lines = [json.dumps(r) + "\n" for recs in records.values() for r in recs]
+    (workdir / "geometry.jsonl").write_text("".join(lines))
+    # A pretrained decoder's first position is an attention sink with an outsized residual
+    # norm that can dominate X's principal subspace; skip 1 is the check without it.
+    summary = {f"skip{k}": geometry.summarize(v) for k, v in records.items()}
     write_json(workdir / "geometry.json", summary)
-    metrics = geometry.flat_means(summary)
+    metrics = geometry.flat_means(summary["skip0"])
+    metrics.update(geometry.flat_means(summary["skip1"], prefix="geometry_skip1"))
     base = rng.stream(cfg.seed, "noise")
     acc: dict[str, list] = {}
-    for mode in TEXT_MODES:
-        for draw in range(t.noise_draws if mode in replacement.STOCHASTIC else 1):
-            hits, nlls = [], []
-            for s in batches:
-                key = jax.random.fold_in(jax.random.fold_in(base, draw), s)
-                h, n = scores(state, leads[s : s + t.batch_size], key, mode)
-                hits.append(np.asarray(h))
-                nlls.append(np.asarray(n))
-            acc.setdefault(mode, []).append(
-                {
-                    "top1": float(np.concatenate(hits).mean()),
-                    "nll": float(np.concatenate(nlls).mean()),
-                }
-            )
-        metrics[f"text/{mode}/top1"] = float(np.mean([d["top1"] for d in acc[mode]]))
-        metrics[f"text/{mode}/nll"] = float(np.mean([d["nll"] for d in acc[mode]]))
+    runs = [(mode, d) for mode in TEXT_MODES
+            for d in range(t.noise_draws if mode in replacement.STOCHASTIC else 1)]  # fmt: skip
+    for mode, draw in tqdm(runs, desc="replacement", leave=False):
+        hits, nlls = [], []
+        for s in batches:
+            key = jax.random.fold_in(jax.random.fold_in(base, draw), s)
+            h, n = scores(state, leads[s : s + t.batch_size], key, mode)
+            hits.append(np.asarray(h))
+            nlls.append(np.asarray(n))
+        rec = {
+            "top1": float(np.concatenate(hits).mean()),
+            "nll": float(np.concatenate(nlls).mean()),
+        }
+        acc.setdefault(mode, []).append(rec)
+        append_metrics(workdir, {"phase": "replacement", "mode": mode, "draw": draw, **rec})
+    for mode, draws in acc.items():
+        metrics[f"text/{mode}/top1"] = float(np.mean([d["top1"] for d in draws]))
+        metrics[f"text/{mode}/nll"] = float(np.mean([d["nll"] for d in draws]))
     write_json(workdir / "accuracy.json", {"text": acc})
     return metrics

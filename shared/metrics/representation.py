@@ -17,8 +17,14 @@ def effective_rank(emb: np.ndarray, center: bool = True) -> float:
     rank-one data, D for isotropic data, 0 for constant (or zero) data."""
     emb = np.asarray(emb, np.float64).reshape(len(emb), -1)
     s = np.linalg.svd(emb - emb.mean(0) if center else emb, compute_uv=False)
+    return erank_of_singular_values(s, np.abs(emb).max(initial=0.0))
+
+
+def erank_of_singular_values(s: np.ndarray, scale: float) -> float:
+    """exp(entropy of s / sum(s)); 0 when the sum is below 1e-12 * max(1, scale), the matrix's
+    largest absolute entry (numerically zero data)."""
     total = s.sum()
-    if total <= 1e-12 * max(1.0, np.abs(emb).max()):
+    if total <= 1e-12 * max(1.0, scale):
         return 0.0
     p = s / total
     p = p[p > 0]

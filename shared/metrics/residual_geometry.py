@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.metrics.representation import effective_rank
+from shared.metrics.representation import effective_rank, erank_of_singular_values
 
 ENERGY = 0.99  # share of ‖X‖_F² the principal subspace holds
 
@@ -30,6 +30,10 @@ def energy_basis(m: np.ndarray, energy: float = ENERGY, center: bool = False) ->
     """[d, k]: the top-k right singular vectors of m [n, d], k the fewest holding `energy` of
     ‖m‖_F² (k = 0 for a zero matrix)."""
     _, s, vt = np.linalg.svd(_f64(m, center), full_matrices=False)
+    return _basis(s, vt, energy)
+
+
+def _basis(s: np.ndarray, vt: np.ndarray, energy: float) -> np.ndarray:
     power = s**2
     total = power.sum()
     if total <= 0:
@@ -96,12 +100,34 @@ def mean_token_cosine(x: np.ndarray, dx: np.ndarray) -> float:
 
 
 def update_geometry(x: np.ndarray, dx: np.ndarray, center: bool = False) -> dict[str, float]:
-    """All measurements of one (X, ΔX) pair, plus k (the principal dimension of X)."""
-    return {
-        "rho": support(x, dx, center=center),
-        "delta_erank": delta_erank(x, dx, center=center),
-        "overlap": update_overlap(x, dx),
+    """All measurements of one (X, ΔX) pair, plus k (the principal dimension of X); with
+    center=True also "rho_c" and "delta_erank_c", ρ and ΔeRank of the row-centred matrices (the
+    spec's robustness check). The same values as the functions above, from one SVD per matrix
+    (the scans measure thousands of pairs)."""
+    x, dx = _f64(x), _f64(dx)
+    _, sx, vx = np.linalg.svd(x, full_matrices=False)
+    _, sd, vd = np.linalg.svd(dx, full_matrices=False)
+    bx = _basis(sx, vx, ENERGY)
+    total, nan = float((dx**2).sum()), float("nan")
+    out = {
+        "rho": float(((dx @ bx) ** 2).sum() / total) if total else nan,
+        "delta_erank": _erank(x + dx) - erank_of_singular_values(sx, np.abs(x).max(initial=0)),
+        "overlap": subspace_overlap(bx, _basis(sd, vd, ENERGY)),
         "norm_ratio": norm_ratio(x, dx),
         "cosine": mean_token_cosine(x, dx),
-        "k": float(energy_basis(x, center=center).shape[1]),
+        "k": float(bx.shape[1]),
     }
+    if center:
+        xc, dxc = x - x.mean(0), dx - dx.mean(0)
+        _, sc, vc = np.linalg.svd(xc, full_matrices=False)
+        out["rho_c"] = float(((dx @ _basis(sc, vc, ENERGY)) ** 2).sum() / total) if total else nan
+        erank_xc = erank_of_singular_values(sc, np.abs(x).max(initial=0))
+        sum_c = np.linalg.svd(xc + dxc, compute_uv=False)
+        out["delta_erank_c"] = (
+            erank_of_singular_values(sum_c, np.abs(x + dx).max(initial=0)) - erank_xc
+        )
+    return out
+
+
+def _erank(m: np.ndarray) -> float:
+    return erank_of_singular_values(np.linalg.svd(m, compute_uv=False), np.abs(m).max(initial=0))
