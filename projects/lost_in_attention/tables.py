@@ -39,6 +39,10 @@ def _md(header, rows) -> str:
     return "\n".join(lines)
 
 
+def _run_config(workdirs: dict) -> dict:
+    return json.loads((sorted(workdirs.items())[0][1] / "config.json").read_text())
+
+
 def _records(workdirs: dict, skip: int | None = None) -> list[dict]:
     out = []
     for _, d in sorted(workdirs.items()):
@@ -113,8 +117,8 @@ def render_toy(table: Table, workdirs: dict) -> tuple[str, dict]:
     )
     stats = layer_stats(_records(workdirs))
     data["geometry"] = _stat_json(stats)
-    md += "\n\n" + _geometry_section(stats, f"toy VLM, {_CPU.eval.geometry_samples} test items "
-                                            f"x {len(workdirs)} seeds")  # fmt: skip
+    n = _run_config(workdirs)["eval"]["geometry_samples"]
+    md += "\n\n" + _geometry_section(stats, f"toy VLM, {n} test items x {len(workdirs)} seeds")
     return md + "\n", data
 
 
@@ -136,9 +140,9 @@ def render_smollm2(table: Table, workdirs: dict) -> tuple[str, dict]:
     for skip, what in ((0, "every token"), (1, "without the first token (attention sink)")):
         stats = layer_stats(_records(workdirs, skip))
         data[f"geometry_skip{skip}"] = _stat_json(stats)
+        text = _run_config(workdirs)["text"]
         md += "\n\n" + _geometry_section(
-            stats,
-            f"SmolLM2-135M, {_SMOL.text.documents} leads x {_SMOL.text.tokens} tokens, {what}",
+            stats, f"SmolLM2-135M, {text['documents']} leads x {text['tokens']} tokens, {what}"
         )
     return md + "\n", data
 
@@ -158,9 +162,12 @@ def _figure(table: Table, workdirs: dict, out_dir: pathlib.Path, skip, title) ->
             ax.plot(x, mean, "o-", ms=3, color=f"C{j}", label="attention" if j == 0 else "FFN")
             ax.fill_between(x, mean - sd, mean + sd, color=f"C{j}", alpha=0.2)
         ax.set_xlabel("layer")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_title(label, fontsize=9)
         if m == "delta_erank":
             ax.axhline(0, color="grey", lw=0.5)
+        if m == "norm_ratio":  # spans orders of magnitude in SmolLM2
+            ax.set_yscale("log")
     axes[0].legend(fontsize=8)
     fig.suptitle(title + " (residual stream before the sublayer norm; mean ± sd over samples)",
                  fontsize=9)  # fmt: skip
@@ -171,7 +178,8 @@ def _figure(table: Table, workdirs: dict, out_dir: pathlib.Path, skip, title) ->
 
 
 def toy_figures(table: Table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
-    return [_figure(table, workdirs, out_dir, None, "Toy VLM on MNIST questions, 3 seeds")]
+    title = f"Toy VLM on MNIST questions, {len(workdirs)} seeds"
+    return [_figure(table, workdirs, out_dir, None, title)]
 
 
 def smollm2_figures(table: Table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
