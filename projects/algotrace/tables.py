@@ -232,7 +232,7 @@ FV_SMOLLM2 = Table(
 TABLES = {"toy": TOY, "fv_smollm2": FV_SMOLLM2}
 FIGURES = {"toy": toy_figures}
 
-# The paper's claims and what tables toy (generated at a14171f) and fv_smollm2 (38660e4) show.
+# The paper's claims and what tables toy and fv_smollm2 (both generated at 7895d52) show.
 CLAIMS = (
     Claim(
         "Function vectors (sums of a few heads' mean outputs) recover ICL behaviour zero-shot.",
