@@ -38,24 +38,24 @@ def measure(acts: dict[str, np.ndarray], skip: int = 0) -> list[dict]:
         ]  # fmt: skip
 
 
-def summarize(records: Iterable[dict]) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """sublayer -> metric -> [(mean, sd over samples) per layer]."""
+def per_layer(records: Iterable[dict], metrics=METRICS) -> dict[str, dict[str, list[list]]]:
+    """sublayer -> metric -> per layer, the finite values of the records, in record order."""
     records = list(records)
     num_layers = 1 + max(r["layer"] for r in records)
-    out: dict[str, dict[str, list]] = {}
-    for sub in SUBLAYERS:
-        out[sub] = {}
-        for m in METRICS:
-            per_layer = []
-            for layer in range(num_layers):
-                v = np.array(
-                    [r[m] for r in records if r["sublayer"] == sub and r["layer"] == layer]
-                )
-                v = v[np.isfinite(v)]
-                per_layer.append((float(v.mean()), float(v.std(ddof=1))) if len(v) > 1 else
-                                 (float("nan"), float("nan")))  # fmt: skip
-            out[sub][m] = per_layer
+    out = {sub: {m: [[] for _ in range(num_layers)] for m in metrics} for sub in SUBLAYERS}
+    for r in records:
+        for m in metrics:
+            if np.isfinite(r[m]):
+                out[r["sublayer"]][m][r["layer"]].append(r[m])
     return out
+
+
+def summarize(records: Iterable[dict]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """sublayer -> metric -> [(mean, sd over samples) per layer]."""
+    nan = (float("nan"), float("nan"))
+    return {sub: {m: [(float(np.mean(v)), float(np.std(v, ddof=1))) if len(v) > 1 else nan
+                      for v in layers] for m, layers in ms.items()}
+            for sub, ms in per_layer(records).items()}  # fmt: skip
 
 
 def flat_means(summary: dict, prefix: str = "geometry") -> dict[str, float]:

@@ -13,6 +13,7 @@ import pathlib
 
 import numpy as np
 
+from projects.lost_in_attention import geometry
 from projects.lost_in_attention.experiment import CONFIGS
 from projects.lost_in_attention.questions import QTYPES
 from projects.lost_in_attention.text_model import TEXT_MODES
@@ -55,18 +56,9 @@ def _records(workdirs: dict, skip: int | None = None) -> list[dict]:
 
 def layer_stats(records: list[dict]) -> dict[str, dict[str, list[list[float]]]]:
     """sublayer -> metric -> per layer, the values of every record (non-finite dropped)."""
-    num_layers = 1 + max(r["layer"] for r in records)
-    out: dict = {}
-    for sub in ("attn", "ffn"):
-        out[sub] = {m: [[] for _ in range(num_layers)] for m in GEOMETRY_COLUMNS}
-        for r in records:
-            # ρ of an update in a uniformly random direction: k / d
-            r = {**r, "rho_chance": r["k"] / r["dim"]}
-            if r["sublayer"] == sub:
-                for m in GEOMETRY_COLUMNS:
-                    if np.isfinite(r[m]):
-                        out[sub][m][r["layer"]].append(r[m])
-    return out
+    # ρ of an update in a uniformly random direction: k / d
+    chance = ({**r, "rho_chance": r["k"] / r["dim"]} for r in records)
+    return geometry.per_layer(chance, GEOMETRY_COLUMNS)
 
 
 def _geometry_section(stats: dict, what: str) -> str:

@@ -61,12 +61,16 @@ def spectral_entropy(m: np.ndarray, center: bool = False) -> float:
 def support(x: np.ndarray, dx: np.ndarray, energy: float = ENERGY, center: bool = False) -> float:
     """ρ: the share of ‖ΔX‖_F² inside X's principal row subspace (1 - ρ is the innovation).
     NaN for ΔX = 0."""
-    dx = _f64(dx)
+    return _in_span(_f64(dx), lambda: energy_basis(x, energy, center))
+
+
+def _in_span(dx: np.ndarray, basis) -> float:
+    """Share of ‖dx‖_F² inside span(basis()) (a [d, k] orthonormal basis, built only when dx is
+    not zero); NaN for dx = 0."""
     total = float((dx**2).sum())
     if total == 0:
         return float("nan")
-    v = energy_basis(x, energy, center)
-    return float(((dx @ v) ** 2).sum() / total)
+    return float(((dx @ basis()) ** 2).sum() / total)
 
 
 def subspace_overlap(a: np.ndarray, b: np.ndarray) -> float:
@@ -108,26 +112,17 @@ def update_geometry(x: np.ndarray, dx: np.ndarray, center: bool = False) -> dict
     _, sx, vx = np.linalg.svd(x, full_matrices=False)
     _, sd, vd = np.linalg.svd(dx, full_matrices=False)
     bx = _basis(sx, vx, ENERGY)
-    total, nan = float((dx**2).sum()), float("nan")
+    scale = np.abs(x).max(initial=0)  # effective_rank's zero-data threshold for X
     out = {
-        "rho": float(((dx @ bx) ** 2).sum() / total) if total else nan,
-        "delta_erank": _erank(x + dx) - erank_of_singular_values(sx, np.abs(x).max(initial=0)),
+        "rho": _in_span(dx, lambda: bx),
+        "delta_erank": effective_rank(x + dx, center=False) - erank_of_singular_values(sx, scale),
         "overlap": subspace_overlap(bx, _basis(sd, vd, ENERGY)),
         "norm_ratio": norm_ratio(x, dx),
         "cosine": mean_token_cosine(x, dx),
         "k": float(bx.shape[1]),
     }
     if center:
-        xc, dxc = x - x.mean(0), dx - dx.mean(0)
-        _, sc, vc = np.linalg.svd(xc, full_matrices=False)
-        out["rho_c"] = float(((dx @ _basis(sc, vc, ENERGY)) ** 2).sum() / total) if total else nan
-        erank_xc = erank_of_singular_values(sc, np.abs(x).max(initial=0))
-        sum_c = np.linalg.svd(xc + dxc, compute_uv=False)
-        out["delta_erank_c"] = (
-            erank_of_singular_values(sum_c, np.abs(x + dx).max(initial=0)) - erank_xc
-        )
+        _, sc, vc = np.linalg.svd(x - x.mean(0), full_matrices=False)
+        out["rho_c"] = _in_span(dx, lambda: _basis(sc, vc, ENERGY))
+        out["delta_erank_c"] = effective_rank(x + dx) - erank_of_singular_values(sc, scale)
     return out
-
-
-def _erank(m: np.ndarray) -> float:
-    return erank_of_singular_values(np.linalg.svd(m, compute_uv=False), np.abs(m).max(initial=0))
