@@ -1,0 +1,115 @@
+"""The SSR index: neuron-level inverted lists over non-negative sparse token codes.
+
+Reconstruction (not confirmed by the paper, ../papers/ssr.md section 2), exact by construction:
+  S(q, D)  = Σ_i max_{j ∈ D} ⟨z_i, z_j⟩ over the codes, computed only from the postings of the
+             neurons active in each query token: a document token sharing no neuron with z_i
+             scores 0, which is its dot product, so the sum equals dense MaxSim on the codes.
+  UB(q, D) = Σ_i Σ_{u ∈ active(i)} z_i[u] · max_{j ∈ D} z_j[u] ≥ S(q, D) (codes ≥ 0); pruning keeps
+             the top C documents by UB (one sparse mat-vec over per-document neuron maxima) and
+             scores only them exactly.
+  SSR-CLS  S'(q, D) = S(q, D) + w · ⟨z_cls(q), z_cls(D)⟩.
+Postings live in a CSR matrix [width, T] (row u = neuron u's list of (token, value)); a query
+walks the lists of its active neurons (scipy's sparse product) and reduces per document with
+one scatter-max.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from projects.ssr.late_interaction import TokenCollection, top_k
+
+
+def _csr(codes) -> sp.csr_matrix:
+    m = sp.csr_matrix(codes, dtype=np.float32)
+    m.eliminate_zeros()
+    if m.nnz and m.data.min() < 0:
+        raise ValueError("SSR codes must be non-negative (ReLU after TopK); found negative values")
+    return m
+
+
+@dataclasses.dataclass
+class InvertedIndex:
+    postings: sp.csr_matrix  # [width, T]: neuron -> (token row, value)
+    token_doc: np.ndarray  # [T] document of every token
+    doc_max: sp.csr_matrix  # [n_docs, width]: per-document per-neuron maxima (for UB)
+    offsets: np.ndarray  # [n_docs + 1]
+    cls: sp.csr_matrix | None = None  # [n_docs, width] document [CLS] codes (SSR-CLS)
+
+    @classmethod
+    def build(cls, codes: TokenCollection, cls_codes=None) -> InvertedIndex:
+        """codes.vectors: [T, width] non-negative codes (dense or sparse)."""
+        z = _csr(codes.vectors)
+        token_doc = codes.token_doc
+        coo = z.tocoo()
+        width = z.shape[1]
+        # per (document, neuron) maximum: sort the entries by key, reduce each run
+        key = token_doc[coo.row].astype(np.int64) * width + coo.col
+        order = np.argsort(key, kind="stable")
+        key, vals = key[order], coo.data[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        maxima = np.maximum.reduceat(vals, starts) if len(vals) else vals
+        doc_max = sp.csr_matrix(
+            (maxima, (key[starts] // width, key[starts] % width)), shape=(len(codes), width)
+        )
+        return cls(
+            postings=z.T.tocsr(),
+            token_doc=token_doc,
+            doc_max=doc_max,
+            offsets=np.asarray(codes.offsets),
+            cls=None if cls_codes is None else _csr(cls_codes),
+        )
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.offsets) - 1
+
+    def nbytes(self) -> int:
+        """Bytes of the postings (values, token ids, list offsets) and the pruning maxima."""
+        mats = [self.postings, self.doc_max] + ([self.cls] if self.cls is not None else [])
+        return int(sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in mats))
+
+    def scores(self, query, docs: np.ndarray | None = None) -> np.ndarray:
+        """Exact sparse MaxSim of query codes [m, width] -> [n_docs] (or [len(docs)] for the
+        given document ids: only their token postings are read)."""
+        zq = _csr(query)
+        postings, token_doc = self.postings, self.token_doc
+        if docs is not None:
+            rows = np.concatenate([np.arange(self.offsets[d], self.offsets[d + 1]) for d in docs])
+            postings = postings[:, rows]
+            token_doc = np.repeat(np.arange(len(docs)), np.diff(self.offsets)[docs])
+        n = self.num_docs if docs is None else len(docs)
+        hits = (zq @ postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ for the overlapping tokens only
+        best = np.zeros(zq.shape[0] * n, np.float32)
+        np.maximum.at(best, hits.row.astype(np.int64) * n + token_doc[hits.col], hits.data)
+        return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
+
+    def upper_bounds(self, query) -> np.ndarray:
+        """UB(q, D) for every document [n_docs]."""
+        zsum = np.asarray(_csr(query).sum(0)).ravel()
+        return self.doc_max @ zsum.astype(np.float64)
+
+    def cls_scores(self, query_cls) -> np.ndarray:
+        if self.cls is None:
+            raise ValueError("this index was built without [CLS] codes (InvertedIndex.build)")
+        return np.asarray(self.cls @ _csr(query_cls).T.toarray()).ravel().astype(np.float64)
+
+    def search(
+        self, query, k: int, prune: int | None = None, query_cls=None, cls_weight: float = 0.0
+    ) -> np.ndarray:
+        """The k best document ids: exact MaxSim over all documents, or over the `prune` best by
+        UB; SSR-CLS adds cls_weight · ⟨z_cls(q), z_cls(D)⟩."""
+        docs = None
+        if prune is not None:
+            ub = self.upper_bounds(query)
+            if cls_weight:
+                ub = ub + cls_weight * self.cls_scores(query_cls)  # still an upper bound
+            docs = np.sort(top_k(ub, prune))
+        s = self.scores(query, docs)
+        if cls_weight:
+            c = self.cls_scores(query_cls)
+            s = s + cls_weight * (c if docs is None else c[docs])
+        return top_k(s, k, docs)
