@@ -7,10 +7,11 @@ import pytest
 import scipy.sparse as sp
 from flax import nnx
 
+from projects.ssr.experiment import SAEConfig
 from projects.ssr.inverted_index import InvertedIndex
 from projects.ssr.late_interaction import TokenCollection, maxsim_dense, top_k
 from projects.ssr.sae import TopKSAE, sparse_codes
-from projects.ssr.sae_train import SAETrainConfig, train_sae
+from projects.ssr.sae_train import train_sae
 
 RNG = np.random.default_rng(0)
 
@@ -49,7 +50,12 @@ def test_a_linear_sae_learns_the_identity():
     """k = width, no ReLU, width >= dim: a linear autoencoder, reconstruction error -> ~0."""
     x = RNG.normal(size=(512, 8)).astype(np.float32)
     sae = TopKSAE(8, 16, 16, rngs=nnx.Rngs(0), relu=False)
-    out = train_sae(sae, x, SAETrainConfig(steps=400, batch_size=256, lr=1e-2), seed=0)
+    out = train_sae(
+        sae,
+        x,
+        SAEConfig(width=16, ks=(16,), steps=400, batch_size=256, lr=1e-2, contrastive_k=0),
+        seed=0,
+    )
     x_hat = np.asarray(sae(jnp.asarray(x))[0])
     assert out["rec"] < 1e-3
     assert np.mean((x_hat - x) ** 2) / np.var(x) < 1e-3
