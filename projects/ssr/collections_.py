@@ -106,43 +106,49 @@ def bbc(n_test: int = 500, n_val: int = 250, seed: int = 0, graded: bool = False
 
 
 def beir(directory: str | pathlib.Path, split: str = "test") -> RetrievalSet:
-    """A BEIR dataset folder; its `split` qrels become the test queries (no training split)."""
+    """A BEIR dataset folder: qrels/<split>.tsv gives the test queries; qrels/train.tsv and
+    qrels/dev.tsv, where present (and not the test split), the train and validation queries."""
     root = pathlib.Path(directory)
     for need in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
         if not (root / need).exists():
             raise FileNotFoundError(f"{root / need} is missing: a BEIR folder holds corpus.jsonl, "
                                     f"queries.jsonl and qrels/{split}.tsv")  # fmt: skip
     ids, docs = {}, []
-    for line in (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            d = json.loads(line)
-            ids[str(d["_id"])] = len(docs)
-            docs.append(f"{d.get('title', '')}\n{d['text']}".strip())
-    qtext = {}
-    for line in (root / "queries.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            qtext[str(q["_id"])] = q["text"]
+    for d in _jsonl(root / "corpus.jsonl"):
+        ids[str(d["_id"])] = len(docs)
+        docs.append(f"{d.get('title', '')}\n{d['text']}".strip())
+    qtext = {str(q["_id"]): q["text"] for q in _jsonl(root / "queries.jsonl")}
+    queries = {s: [] for s in SPLITS}
+    qrels = {s: [] for s in SPLITS}
+    for ours, theirs in (("test", split), ("train", "train"), ("validation", "dev")):
+        path = root / "qrels" / f"{theirs}.tsv"
+        if (ours != "test" and theirs == split) or not path.exists():
+            continue
+        judged = _qrels(path, ids)
+        order = [q for q in judged if any(v > 0 for v in judged[q].values())]
+        missing = [q for q in order if q not in qtext]
+        if missing:
+            raise ValueError(f"{path.name} names queries missing from queries.jsonl: {missing[:3]}")
+        queries[ours] = [qtext[q] for q in order]
+        qrels[ours] = [judged[q] for q in order]
+    return RetrievalSet(root.name, docs, queries, qrels)
+
+
+def _jsonl(path: pathlib.Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _qrels(path: pathlib.Path, ids: dict[str, int]) -> dict[str, dict[int, int]]:
     judged: dict[str, dict[int, int]] = {}
-    lines = (root / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
-    for n, line in enumerate(lines):
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         parts = line.split("\t")
         if n == 0 and not parts[-1].strip().lstrip("-").isdigit():
             continue  # the header
-        qid, did, score = parts[0], parts[1], int(parts[2])
-        if did not in ids:
-            raise ValueError(
-                f"qrels/{split}.tsv line {n + 1}: corpus-id {did!r} is not in corpus.jsonl"
-            )
-        judged.setdefault(qid, {})[ids[did]] = score
-    order = [q for q in judged if any(v > 0 for v in judged[q].values())]
-    missing = [q for q in order if q not in qtext]
-    if missing:
-        raise ValueError(
-            f"qrels/{split}.tsv names queries missing from queries.jsonl: {missing[:3]}"
-        )
-    queries = {s: [] for s in SPLITS}
-    qrels = {s: [] for s in SPLITS}
-    queries["test"] = [qtext[q] for q in order]
-    qrels["test"] = [judged[q] for q in order]
-    return RetrievalSet(root.name, docs, queries, qrels)
+        if len(parts) < 3:
+            raise ValueError(f"{path.name} line {n + 1}: want query-id, corpus-id, score")
+        if parts[1] not in ids:
+            raise ValueError(f"{path.name} line {n + 1}: corpus-id {parts[1]!r} is not in "
+                             "corpus.jsonl")  # fmt: skip
+        judged.setdefault(parts[0], {})[ids[parts[1]]] = int(parts[2])
+    return judged
