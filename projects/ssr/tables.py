@@ -1,0 +1,163 @@
+"""The tables this project reproduces (`python launch/reproduce.py projects/ssr`).
+
+Table `main_<collection>`: one run of the cpu config on that collection; the run trains the
+projection and the SAEs for each of its 3 seeds (cfg.seeds), so cells of trained systems are
+mean ± std (ddof = 1) over those seeds; BM25 and single-vector search are untrained (one value).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+
+from projects.ssr.experiment import CONFIGS
+from shared.results import format_cell
+from shared.tables import Claim, Row, Table
+
+_CPU = CONFIGS["cpu"]
+COLUMNS = (
+    ("nDCG@10", "ndcg@10", 3, 1),
+    ("Recall@100", "recall@100", 3, 1),
+    ("MRR@10", "mrr@10", 3, 1),
+    ("latency p50 (ms)", "latency_p50_ms", 2, 1),
+    ("latency p95 (ms)", "latency_p95_ms", 2, 1),
+    ("index (MB)", "index_bytes", 2, 1e-6),
+)
+BUILD = (  # index build time split (seconds)
+    ("encoding", "encoding_s"),
+    ("SAE coding", "sae_coding_s"),
+    ("clustering", "clustering_s"),
+    ("residual coding", "residual_coding_s"),
+    ("index construction", "index_s"),
+)
+
+
+def describe(system: str) -> str:
+    if system == "bm25":
+        return "BM25"
+    if system == "single_vector":
+        return "single vector (MiniLM mean pool)"
+    if system == "maxsim":
+        return "exhaustive MaxSim (ColBERT)"
+    if system.startswith("plaid_k"):
+        return f"PLAID-like, {system[7:]} centroids"
+    parts = system.split("_")
+    out = f"SSR-tok, k = {parts[1][1:]}"
+    for p in parts[2:]:
+        out += {"cls": " + CLS (SSR-CLS)", "nce": ", L_rec + InfoNCE"}.get(p, "")
+        if p.startswith("C"):
+            out += f", UB pruning C = {p[1:]}"
+    return out
+
+
+def load_records(workdirs: dict) -> list[dict]:
+    recs = []
+    for _, d in sorted(workdirs.items()):
+        recs += [json.loads(x) for x in (d / "systems.jsonl").read_text().splitlines() if x]
+    return recs
+
+
+def by_system(records: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        out.setdefault(r["system"], []).append(r)
+    return out
+
+
+def _md(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render(table: Table, workdirs: dict) -> tuple[str, dict]:
+    (d,) = workdirs.values()
+    info = json.loads((d / "collection.json").read_text())
+    systems = by_system(load_records(workdirs))
+    rows, build = [], []
+    for name, recs in systems.items():
+        rows.append([describe(name)] + [format_cell([r[m] * scale for r in recs], digits)
+                                        for _, m, digits, scale in COLUMNS])  # fmt: skip
+        build.append([describe(name)] + [format_cell([r[m] for r in recs], 2) if m in recs[0]
+                                         else "–" for _, m in BUILD])  # fmt: skip
+    n_seeds = max(len(v) for v in systems.values())
+    md = (f"## {info['name']}: {info['documents']} documents, {info['queries']['test']} test "
+          f"queries ({n_seeds} training seeds)\n\n" + _md(["system"] + [c[0] for c in COLUMNS],
+                                                          rows))  # fmt: skip
+    md += "\n\n## Index build time (s), split\n\n" + _md(["system"] + [b[0] for b in BUILD], build)
+    train = [[describe(n), format_cell([r["sae_train_s"] for r in recs], 1),
+              format_cell([r.get("dead_share", np.nan) for r in recs], 3)]
+             for n, recs in systems.items() if "sae_train_s" in recs[0] and n.count("_") == 1
+             or n.endswith("_nce")]  # fmt: skip
+    md += ("\n\n## SAE training (once per model, not part of the index build)\n\n"
+           + _md(["system", "training (s)", "dead latents (share)"], train))  # fmt: skip
+    return md + "\n", {"collection": info, "systems": systems}
+
+
+def figure(table: Table, workdirs: dict, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """nDCG@10 against median latency, with the k and C sweeps as lines."""
+    from shared.results import pyplot, save_figure
+
+    plt = pyplot()
+    systems = by_system(load_records(workdirs))
+
+    def point(name):
+        recs = systems[name]
+        return np.mean([r["latency_p50_ms"] for r in recs]), np.mean([r["ndcg@10"] for r in recs])
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in systems:
+        x, y = point(name)
+        ax.scatter(x, y, s=18)
+        ax.annotate(describe(name).replace("SSR-tok, ", ""), (x, y), fontsize=6)
+    ks = [n for n in systems if n.startswith("ssr_k") and n.count("_") == 1]
+    if ks:
+        ax.plot(*zip(*[point(n) for n in ks]), "-", color="C0", lw=0.8, label="SSR k sweep")
+    for n in ks:
+        cs = [n] + sorted([m for m in systems if m.startswith(n + "_C")],
+                          key=lambda m: -int(m.rsplit("C", 1)[1]))  # fmt: skip
+        if len(cs) > 1:
+            ax.plot(*zip(*[point(m) for m in cs]), "--", color="C1", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("median query latency (ms, log)")
+    ax.set_ylabel("nDCG@10")
+    ax.set_title(f"{table.name}: quality vs latency (dashed: UB pruning C sweep)", fontsize=9)
+    path = out_dir / f"{table.name}_latency.png"
+    save_figure(fig, path)
+    plt.close(fig)
+    return [path]
+
+
+def _table(collection: str) -> Table:
+    return Table(
+        name=f"main_{collection}",
+        title=f"SSR against MaxSim, PLAID-like K-means, single-vector and BM25 ({collection})",
+        config="cpu",
+        seeds=(0,),
+        rows=(Row(collection, "ssr", (("collection", collection),)),),
+        sections=(),
+        render=render,
+        notes=(
+            f"One run of the cpu config with collection={collection!r}: frozen MiniLM-L6 tokens "
+            f"(documents cut to {_CPU.data.doc_max_tokens} word pieces), a {_CPU.projection.dim}-d "
+            f"projection and TopK SAEs (width {_CPU.sae.width}) trained per seed "
+            f"{_CPU.seeds}. Latency: every test query searched alone on one CPU process after "
+            "3 warm-up queries, top-100; index size counts the stored arrays. SSR-CLS's weight "
+            "is chosen on the validation queries.",
+        ),
+    )
+
+
+TABLES = {"main_wikipedia": _table("wikipedia"), "main_bbc": _table("bbc")}
+FIGURES = {name: figure for name in TABLES}
+
+# Filled in from the generated tables.
+CLAIMS = (
+    Claim(
+        "SSR keeps MaxSim's retrieval quality.",
+        "not testable here",
+        "pending table generation",
+    ),
+)
