@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from projects.ssr.late_interaction import TokenCollection, top_k
+from projects.ssr.late_interaction import TokenCollection, token_rows, top_k
 
 
 def _csr(codes) -> sp.csr_matrix:
@@ -34,6 +34,7 @@ def _csr(codes) -> sp.csr_matrix:
 @dataclasses.dataclass
 class InvertedIndex:
     postings: sp.csr_matrix  # [width, T]: neuron -> (token row, value)
+    forward: sp.csr_matrix  # [T, width]: token -> its code (exact rescoring of pruned candidates)
     token_doc: np.ndarray  # [T] document of every token
     doc_max: sp.csr_matrix  # [n_docs, width]: per-document per-neuron maxima (for UB)
     offsets: np.ndarray  # [n_docs + 1]
@@ -57,6 +58,7 @@ class InvertedIndex:
         )
         return cls(
             postings=z.T.tocsr(),
+            forward=z,
             token_doc=token_doc,
             doc_max=doc_max,
             offsets=np.asarray(codes.offsets),
@@ -68,23 +70,28 @@ class InvertedIndex:
         return len(self.offsets) - 1
 
     def nbytes(self) -> int:
-        """Bytes of the postings (values, token ids, list offsets) and the pruning maxima."""
-        mats = [self.postings, self.doc_max] + ([self.cls] if self.cls is not None else [])
+        """Bytes of the postings (values, token ids, list offsets), the forward codes and the
+        pruning maxima (one index serves every SSR variant)."""
+        mats = [self.postings, self.forward, self.doc_max] + ([self.cls] if self.cls is not None
+                                                               else [])  # fmt: skip
         return int(sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in mats))
 
     def scores(self, query, docs: np.ndarray | None = None) -> np.ndarray:
         """Exact sparse MaxSim of query codes [m, width] -> [n_docs] (or [len(docs)] for the
         given document ids: only their token postings are read)."""
         zq = _csr(query)
-        postings, token_doc = self.postings, self.token_doc
-        if docs is not None:
-            rows = np.concatenate([np.arange(self.offsets[d], self.offsets[d + 1]) for d in docs])
-            postings = postings[:, rows]
-            token_doc = np.repeat(np.arange(len(docs)), np.diff(self.offsets)[docs])
-        n = self.num_docs if docs is None else len(docs)
-        hits = (zq @ postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ for the overlapping tokens only
+        if docs is None:  # walk the postings of the query's active neurons
+            n, token_doc = self.num_docs, self.token_doc
+            hits = (zq @ self.postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ of overlapping tokens only
+            qi, tok, val = hits.row, hits.col, hits.data
+        else:  # few candidates: read their tokens' codes from the forward index
+            n = len(docs)
+            rows = token_rows(self.offsets, docs)
+            token_doc = np.repeat(np.arange(n), np.diff(self.offsets)[docs])
+            hits = (self.forward[rows] @ zq.T).tocoo()  # [rows, m]
+            qi, tok, val = hits.col, hits.row, hits.data
         best = np.zeros(zq.shape[0] * n, np.float32)
-        np.maximum.at(best, hits.row.astype(np.int64) * n + token_doc[hits.col], hits.data)
+        np.maximum.at(best, qi.astype(np.int64) * n + token_doc[tok], val)
         return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
 
     def upper_bounds(self, query) -> np.ndarray:

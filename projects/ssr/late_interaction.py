@@ -45,6 +45,13 @@ class TokenCollection:
         return self.vectors[self.offsets[i] : self.offsets[i + 1]]
 
 
+def token_rows(offsets: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """The token rows of documents `docs`, document after document (vectorized ranges)."""
+    lengths = np.diff(offsets)[docs]
+    starts = np.repeat(offsets[docs] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return starts + np.arange(int(lengths.sum()))
+
+
 def maxsim_dense(query: np.ndarray, docs: TokenCollection) -> np.ndarray:
     """Exhaustive MaxSim of one query [m, d] against every document -> [n_docs] (float64 sums of
     float32 dots)."""

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from projects.ssr.late_interaction import TokenCollection, maxsim_dense, top_k
+from projects.ssr.late_interaction import TokenCollection, maxsim_dense, token_rows, top_k
 from shared.kmeans import kmeans, nearest
 
 
@@ -60,7 +60,7 @@ class PlaidIndex:
         return int(self.centres.nbytes + t * code_bytes + (t * d * self.bits + 7) // 8 + lists)
 
     def decompress(self, docs: np.ndarray) -> TokenCollection:
-        rows = np.concatenate([np.arange(self.offsets[d], self.offsets[d + 1]) for d in docs])
+        rows = token_rows(self.offsets, docs)
         v = self.centres[self.codes[rows]] + self.bucket_values[self.residual_bits[rows]]
         lengths = np.diff(self.offsets)[docs]
         return TokenCollection(v, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
@@ -69,7 +69,7 @@ class PlaidIndex:
         cs = query @ self.centres.T  # [m, K]
         probe = np.unique(np.argpartition(-cs, nprobe - 1, axis=1)[:, :nprobe])
         cand = np.unique(self.lists[probe].indices)
-        rows = np.concatenate([np.arange(self.offsets[d], self.offsets[d + 1]) for d in cand])
+        rows = token_rows(self.offsets, cand)
         lengths = np.diff(self.offsets)[cand]
         approx = np.maximum.reduceat(cs[:, self.codes[rows]].T,
                                      np.r_[0, np.cumsum(lengths)[:-1]], axis=0).sum(1)  # fmt: skip

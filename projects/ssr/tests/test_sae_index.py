@@ -104,3 +104,19 @@ def test_bm25_on_a_three_document_collection_matches_hand_computed_scores():
     want = [part(1, 3, 2) + part(1, 3, 1), part(2, 5, 2), part(1, 2, 1)]  # cat, sat, dog
     np.testing.assert_allclose(bm.scores("cat sat cat dog unicorn"), want, rtol=1e-12)
     assert bm.scores("unicorn").tolist() == [0.0, 0.0, 0.0]
+
+
+def test_token_rows_and_plaid_without_pruning_is_maxsim_on_its_decompressed_vectors():
+    from projects.ssr.late_interaction import token_rows
+    from projects.ssr.plaid import PlaidIndex
+
+    assert token_rows(np.array([0, 2, 5, 6]), np.array([2, 0])).tolist() == [5, 0, 1]
+    docs = TokenCollection.from_list([RNG.normal(size=(int(RNG.integers(1, 6)), 8))
+                                      .astype(np.float32) for _ in range(40)])  # fmt: skip
+    plaid = PlaidIndex.build(docs, 6, bits=2)
+    assert plaid.residual_bits.max() < 4 and set(plaid.timings) == {"clustering_s",
+                                                                    "residual_coding_s"}  # fmt: skip
+    everything = plaid.decompress(np.arange(len(docs)))
+    q = RNG.normal(size=(3, 8)).astype(np.float32)
+    got = plaid.search(q, 10, nprobe=6, rerank=len(docs))  # every centroid, every candidate
+    np.testing.assert_array_equal(got, top_k(maxsim_dense(q, everything), 10))
