@@ -121,3 +121,10 @@ def compare_rows(
         verdict[key].append(c.label)
     parts = [f"{k} on {', '.join(v)}" for k, v in verdict.items() if v]
     return f"{a} vs {b}: " + ("; ".join(parts) if parts else "nothing to compare") + "."
+
+
+def md_table(header, rows) -> str:
+    """A markdown table: the header, the separator, one line per row (cells through str)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ import numpy as np
 
 from projects.algotrace.experiment import CONFIGS
 from projects.algotrace.tasks import ICL_TASKS
-from shared.tables import Claim, Row, Table
+from shared.tables import Claim, Row, Table, md_table
 
 _CPU = CONFIGS["cpu"]
 
@@ -29,12 +29,6 @@ def _load(workdirs: dict, name: str) -> list[dict]:
     return [json.loads((d / f"{name}.json").read_text()) for _, d in sorted(workdirs.items())]
 
 
-def _md(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def render_toy(table: Table, workdirs: dict) -> tuple[str, dict]:
     fvs, prims = _load(workdirs, "fv"), _load(workdirs, "primitives")
     parts, data = [], {"fv": fvs, "primitives": [_strip(p) for p in prims]}
@@ -44,14 +38,14 @@ def render_toy(table: Table, workdirs: dict) -> tuple[str, dict]:
         rows.append([t] + [_cell([100 * x[k] for x in r]) for k in
                            ("zero_shot", "icl", "fv", "random")]
                     + [", ".join(str(x["best_layer"]) for x in r)])  # fmt: skip
-    parts.append("## Table 1: ICL accuracy (%), toy decoder\n\n" + _md(
+    parts.append("## Table 1: ICL accuracy (%), toy decoder\n\n" + md_table(
         ["task", "zero-shot", f"{_CPU.fv.shots}-shot ICL", "zero-shot + FV (α=1, best layer)",
          "zero-shot + random (‖FV‖)", "best layer per seed"], rows))  # fmt: skip
     nl = len(fvs[0]["tasks"][ICL_TASKS[0]]["test_curve"])
     curve = [[t] + [_cell([100 * fv["tasks"][t]["test_curve"][layer] for fv in fvs])
                     for layer in range(nl)] for t in ICL_TASKS]  # fmt: skip
     parts.append("## Zero-shot + FV accuracy (%) by injection layer (test prompts)\n\n"
-                 + _md(["task"] + [f"layer {i}" for i in range(nl)], curve))  # fmt: skip
+                 + md_table(["task"] + [f"layer {i}" for i in range(nl)], curve))  # fmt: skip
     share = [fv["metrics"]["aie_top3_share"] for fv in fvs]
     aie = np.mean([fv["aie"] for fv in fvs], axis=0)
     parts.append(f"AIE (mean over tasks and seeds, layer × head; Figure 1): top-3 heads hold "
@@ -86,7 +80,7 @@ def _primitive_sections(prims: list[dict]) -> str:
                          _cell([100 * s["success"] for s in st]),
                          _cell([s["ppl"] for s in st], 2)])  # fmt: skip
     out.append(f"## Figure 3: injection sweep (layer {pc.inject_layer}, all generated "
-               "positions)\n\n" + _md(["vector (P/kind)", "α", "freq of P (per 100 tokens)",
+               "positions)\n\n" + md_table(["vector (P/kind)", "α", "freq of P (per 100 tokens)",
                                         "path validity %", "task success %",
                                         "perplexity"], rows))  # fmt: skip
     rows = []
@@ -104,7 +98,7 @@ def _primitive_sections(prims: list[dict]) -> str:
     rows.append(["additivity ratio Δ(P+Q)/(ΔP+ΔQ)"] + ratios)
     out.append(
         f"## Table 2: composition, P = check, Q = back (FV-style vectors, α = "
-        f"{pc.compose_alpha:g})\n\n" + _md(["vector", "Δfreq check", "Δfreq back"], rows)
+        f"{pc.compose_alpha:g})\n\n" + md_table(["vector", "Δfreq check", "Δfreq back"], rows)
     )
     rows = []
     for t in ICL_TASKS:
@@ -112,7 +106,7 @@ def _primitive_sections(prims: list[dict]) -> str:
                            ("plain_acc", "check_acc", "check_check_rate")])  # fmt: skip
     out.append(
         "## Cross-task: the check vector injected into 10-shot ICL prompts\n\n"
-        + _md(["task", "10-shot acc %", "+ check vector acc %", "first token 'check' %"], rows)
+        + md_table(["task", "10-shot acc %", "+ check vector acc %", "first token 'check' %"], rows)
     )
     return "\n\n".join(out)
 
@@ -193,11 +187,11 @@ def render_smollm2(table: Table, workdirs: dict) -> tuple[str, dict]:
     (d,) = _load(workdirs, "fv_smollm2")
     rows = [[t] + [f"{100 * r[k]:.1f}" for k in ("zero_shot", "icl", "fv", "random")]
             + [r["best_layer"]] for t, r in d["tasks"].items()]  # fmt: skip
-    md = "## Table 1 (SmolLM2-135M-Instruct): ICL accuracy (%)\n\n" + _md(
+    md = "## Table 1 (SmolLM2-135M-Instruct): ICL accuracy (%)\n\n" + md_table(
         ["task", "zero-shot", f"{_SMOL.smollm2.shots}-shot ICL", "zero-shot + FV (α=1, best layer)",
          "zero-shot + random (‖FV‖)", "best layer"], rows)  # fmt: skip
     curve = [[t] + [f"{100 * a:.0f}" for a in r["dev_curve"]] for t, r in d["tasks"].items()]
-    md += "\n\n## Zero-shot + FV accuracy (%) on dev prompts by injection layer\n\n" + _md(
+    md += "\n\n## Zero-shot + FV accuracy (%) on dev prompts by injection layer\n\n" + md_table(
         ["task"] + [f"L{i}" for i in d["layers"]], curve
     )
     aie = np.asarray(d["aie"])

@@ -18,7 +18,7 @@ from projects.lost_in_attention.experiment import CONFIGS
 from projects.lost_in_attention.questions import QTYPES
 from projects.lost_in_attention.text_model import TEXT_MODES
 from shared.results import format_cell
-from shared.tables import Claim, Row, Table
+from shared.tables import Claim, Row, Table, md_table
 
 _CPU, _SMOL = CONFIGS["cpu"], CONFIGS["smollm2"]
 MODE_LABELS = {
@@ -32,12 +32,6 @@ FIGURE_METRICS = (("rho", "ρ (in-span energy)"), ("delta_erank", "ΔeRank"),
                   ("norm_ratio", "‖ΔX‖ / ‖X‖"))  # fmt: skip
 GEOMETRY_COLUMNS = ("rho", "rho_chance", "delta_erank", "norm_ratio", "overlap", "k", "rho_c",
                     "delta_erank_c")  # fmt: skip
-
-
-def _md(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _run_config(workdirs: dict) -> dict:
@@ -71,7 +65,7 @@ def _geometry_section(stats: dict, what: str) -> str:
     above = sum(a > f for a, f in zip(means["attn", "rho"], means["ffn", "rho"]))
     neg = sum(d <= 0 for d in means["attn", "delta_erank"])
     pos = sum(d > 0 for d in means["ffn", "delta_erank"])
-    summary = _md(
+    summary = md_table(
         ["over layers", "attn", "ffn"],
         [[m, f"{np.mean(means['attn', m]):.3f}", f"{np.mean(means['ffn', m]):.3f}"]
          for m in GEOMETRY_COLUMNS],
@@ -80,7 +74,7 @@ def _geometry_section(stats: dict, what: str) -> str:
         f"## Figure 1 data: residual-update geometry per layer, {what}\n\n"
         "Measured on the residual stream before each sublayer's norm: attention X = the block "
         "input, FFN X = the stream after the attention update; mean ± std over samples.\n\n"
-        + _md(header, rows)
+        + md_table(header, rows)
         + f"\n\nAttention ρ above FFN ρ in {above} of {nl} layers; attention ΔeRank ≤ 0 in "
         f"{neg} of {nl}; FFN ΔeRank > 0 in {pos} of {nl}.\n\nMeans over layers (rho_c, "
         "delta_erank_c: row-centred X and ΔX; rho_chance: k / d, the ρ of a random direction; "
@@ -104,7 +98,7 @@ def render_toy(table: Table, workdirs: dict) -> tuple[str, dict]:
     rows.append(["majority answer (baseline)"] + [format_cell(maj[q], 1) for q in QTYPES]
                 + [format_cell([np.mean([maj[q][i] for q in QTYPES]) for i in range(len(accs))],
                                1), str(len(accs))])  # fmt: skip
-    md = "## Table 1: answer accuracy (%) per question type, toy VLM on MNIST\n\n" + _md(
+    md = "## Table 1: answer accuracy (%) per question type, toy VLM on MNIST\n\n" + md_table(
         ["attention", *QTYPES, "all", "runs (seeds × draws)"], rows
     )
     stats = layer_stats(_records(workdirs))
@@ -127,7 +121,7 @@ def render_smollm2(table: Table, workdirs: dict) -> tuple[str, dict]:
              format_cell([x["nll"] for x in acc[m]], 3), len(acc[m])]
             for m in TEXT_MODES]  # fmt: skip
     md = ("## Next-token prediction on Wikipedia leads under attention replacement\n\n"
-          + _md(["attention", "top-1 (%)", "NLL (nats)", "noise draws"], rows))  # fmt: skip
+          + md_table(["attention", "top-1 (%)", "NLL (nats)", "noise draws"], rows))  # fmt: skip
     data = {"text": acc}
     for skip, what in ((0, "every token"), (1, "without the first token (attention sink)")):
         stats = layer_stats(_records(workdirs, skip))

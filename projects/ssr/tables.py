@@ -14,7 +14,7 @@ import numpy as np
 
 from projects.ssr.experiment import CONFIGS
 from shared.results import format_cell
-from shared.tables import Claim, Row, Table
+from shared.tables import Claim, Row, Table, md_table
 
 _CPU = CONFIGS["cpu"]
 COLUMNS = (
@@ -66,12 +66,6 @@ def by_system(records: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def _md(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def render(table: Table, workdirs: dict) -> tuple[str, dict]:
     (d,) = workdirs.values()
     info = json.loads((d / "collection.json").read_text())
@@ -83,16 +77,18 @@ def render(table: Table, workdirs: dict) -> tuple[str, dict]:
         build.append([describe(name)] + [format_cell([r[m] for r in recs], 2) if m in recs[0]
                                          else "–" for _, m in BUILD])  # fmt: skip
     n_seeds = max(len(v) for v in systems.values())
+    header = ["system"] + [c[0] for c in COLUMNS]
     md = (f"## {info['name']}: {info['documents']} documents, {info['queries']['test']} test "
-          f"queries ({n_seeds} training seeds)\n\n" + _md(["system"] + [c[0] for c in COLUMNS],
-                                                          rows))  # fmt: skip
-    md += "\n\n## Index build time (s), split\n\n" + _md(["system"] + [b[0] for b in BUILD], build)
+          f"queries ({n_seeds} training seeds)\n\n" + md_table(header, rows))  # fmt: skip
+    md += "\n\n## Index build time (s), split\n\n" + md_table(
+        ["system"] + [b[0] for b in BUILD], build
+    )
     train = [[describe(n), format_cell([r["sae_train_s"] for r in recs], 1),
               format_cell([r.get("dead_share", np.nan) for r in recs], 3)]
              for n, recs in systems.items() if "sae_train_s" in recs[0] and n.count("_") == 1
              or n.endswith("_nce")]  # fmt: skip
     md += ("\n\n## SAE training (once per model, not part of the index build)\n\n"
-           + _md(["system", "training (s)", "dead latents (share)"], train))  # fmt: skip
+           + md_table(["system", "training (s)", "dead latents (share)"], train))  # fmt: skip
     return md + "\n", {"collection": info, "systems": systems}
 
 
