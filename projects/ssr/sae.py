@@ -11,6 +11,8 @@ Decoder rows are kept at unit norm after every step (the scale lives in the enco
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,20 +85,24 @@ def unit_norm_decoder(sae: TopKSAE) -> None:
     sae.w_dec[...] = w / jnp.maximum(jnp.linalg.norm(w, axis=1, keepdims=True), 1e-12)
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _topk_codes(graphdef: nnx.GraphDef, state: nnx.State, xb: jax.Array):
+    m = nnx.merge(graphdef, state)
+    return m.topk(m.pre_activations(xb))
+
+
 def sparse_codes(sae: TopKSAE, x: np.ndarray, batch: int = 8192) -> sp.csr_matrix:
-    """Codes of x [n, dim] as a CSR matrix [n, width] (k stored entries per row, zeros dropped)."""
+    """Codes of x [n, dim] as a CSR matrix [n, width] (k stored entries per row, zeros dropped).
+    Every batch is padded to `batch` rows, so one compilation serves every call."""
     graphdef, state = nnx.split(sae)
-
-    @jax.jit
-    def enc(state, xb):
-        m = nnx.merge(graphdef, state)
-        return m.topk(m.pre_activations(xb))
-
     vals, ids = [], []
     for s in range(0, len(x), batch):
-        v, i = enc(state, jnp.asarray(x[s : s + batch]))
-        vals.append(np.asarray(v))
-        ids.append(np.asarray(i))
+        xb = np.zeros((batch, x.shape[1]), np.float32)
+        n = len(x[s : s + batch])
+        xb[:n] = x[s : s + batch]
+        v, i = _topk_codes(graphdef, state, jnp.asarray(xb))
+        vals.append(np.asarray(v)[:n])
+        ids.append(np.asarray(i)[:n])
     v, i = (np.concatenate(a) if a else np.zeros((0, sae.k)) for a in (vals, ids))
     indptr = np.arange(0, v.size + 1, sae.k)
     z = sp.csr_matrix((v.ravel(), i.ravel(), indptr), shape=(len(x), sae.width))
