@@ -1,7 +1,7 @@
 """SSR's index build time and query latency against exhaustive MaxSim and the PLAID-like K-means
 index, all measured in this run on the same token vectors.
 
-    flock /tmp/bench.lock python launch/benchmark_ssr.py [--docs 3000] [--queries 100]
+    flock /tmp/bench.lock python launch/benchmark_ssr.py [--docs 2000] [--queries 100]
         [--k 16] [--centroids 1024] [--rounds 5] [--write]
 
 Wikipedia leads (the cpu config's collection), frozen MiniLM tokens, the cpu config's projection
@@ -41,7 +41,7 @@ from projects.ssr.token_encoder import TokenEncoder  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=3000)
+    parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--centroids", type=int, default=1024)
@@ -81,7 +81,8 @@ def main() -> None:
         built["ssr"] = InvertedIndex.build(TokenCollection(codes, pd.offsets))
 
     def build_kmeans():
-        built["kmeans"] = PlaidIndex.build(pd, args.centroids, cfg.search.residual_bits, seed=0)
+        built["kmeans"] = PlaidIndex.build(pd, args.centroids, cfg.search.residual_bits, 0,
+                                           cfg.search.kmeans_iters)  # fmt: skip
 
     def build_maxsim():
         built["maxsim"] = np.ascontiguousarray(pd.vectors)

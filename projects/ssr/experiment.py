@@ -22,10 +22,11 @@ from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, Posit
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    max_docs: PositiveInt = 3000  # collection size (relevant documents of kept queries first)
-    test_queries: PositiveInt = 500
+    # sized so that 3 seeds of every system fit the 15-minute table budget on 2 cores
+    max_docs: PositiveInt = 2000  # collection size (relevant documents of kept queries first)
+    test_queries: PositiveInt = 300
     validation_queries: PositiveInt = 200  # SSR-CLS weight is chosen on these
-    train_queries: PositiveInt = 1500  # (query, document) pairs training the projection
+    train_queries: PositiveInt = 1000  # (query, document) pairs training the projection
     doc_max_tokens: PositiveInt = 128  # MiniLM word pieces per document, [CLS]/[SEP] included
     query_max_tokens: PositiveInt = 32
     beir_dir: str = ""  # collection="beir": a BEIR dataset folder
@@ -52,7 +53,7 @@ class SAEConfig:
     dead_after: PositiveInt = 100_000  # tokens without firing -> dead
     contrastive_k: NonNegativeInt = 16  # k of the L_rec + λ·InfoNCE variant (0: none)
     contrastive_weight: NonNegativeFloat = 1.0  # λ (spec: 1)
-    contrastive_pairs: PositiveInt = 16  # (query, document) pairs per step for the InfoNCE
+    contrastive_pairs: PositiveInt = 8  # (query, document) pairs per step for the InfoNCE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,7 @@ class SearchConfig:
     prune: tuple[PositiveInt, ...] = (100, 500)  # C: documents kept by the upper bound
     cls_weights: tuple[NonNegativeFloat, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)  # w, tuned on val
     kmeans: tuple[PositiveInt, ...] = (256, 1024)  # PLAID-like centroid counts
+    kmeans_iters: PositiveInt = 10  # Lloyd iterations at most
     nprobe: PositiveInt = 2  # centroids probed per query token
     rerank: PositiveInt = 256  # candidates scored exactly after centroid interaction
     residual_bits: PositiveInt = 2  # PLAID's residual compression

@@ -140,7 +140,7 @@ def _run_seed(run, cfg, seed, docs, queries, pairs, encoding_s, test_qrels, val_
     run.record("maxsim", seed, index_bytes=pd.vectors.nbytes, encoding_s=enc_s, **res)
 
     for k in s.kmeans:
-        plaid = PlaidIndex.build(pd, k, s.residual_bits, seed)
+        plaid = PlaidIndex.build(pd, k, s.residual_bits, seed, s.kmeans_iters)
         res = evaluate(lambda i, p=plaid: p.search(test.vectors[_rows(test, i)], s.depth,
                                                    s.nprobe, s.rerank), test_qrels)  # fmt: skip
         run.record(f"plaid_k{k}", seed, index_bytes=plaid.nbytes(), encoding_s=enc_s,

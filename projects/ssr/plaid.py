@@ -33,10 +33,12 @@ class PlaidIndex:
     timings: dict[str, float]
 
     @classmethod
-    def build(cls, tokens: TokenCollection, k: int, bits: int = 2, seed: int = 0) -> PlaidIndex:
+    def build(
+        cls, tokens: TokenCollection, k: int, bits: int = 2, seed: int = 0, iters: int = 10
+    ) -> PlaidIndex:
         x = tokens.vectors
         t0 = time.perf_counter()
-        centres = kmeans(x, k, seed=seed)
+        centres = kmeans(x, k, seed=seed, iters=iters)
         codes = nearest(x, centres)
         t1 = time.perf_counter()
         resid = x - centres[codes]

@@ -46,13 +46,18 @@ class TopKSAE(nnx.Module):
         return _scatter(vals, ids, self.width)
 
     def decode(self, z: jax.Array) -> jax.Array:
+        """Dense codes [..., width] -> reconstructions [..., dim]."""
         return z @ self.w_dec[...] + self.b_pre[...]
+
+    def decode_topk(self, vals: jax.Array, ids: jax.Array) -> jax.Array:
+        """The same from the k (value, latent) pairs: k decoder rows instead of all of them."""
+        return jnp.einsum("...k,...kd->...d", vals, self.w_dec[...][ids]) + self.b_pre[...]
 
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """(reconstruction, dense codes, pre-activations)."""
         a = self.pre_activations(x)
-        z = _scatter(*self.topk(a), self.width)
-        return self.decode(z), z, a
+        vals, ids = self.topk(a)
+        return self.decode_topk(vals, ids), _scatter(vals, ids, self.width), a
 
 
 def _scatter(vals: jax.Array, ids: jax.Array, width: int) -> jax.Array:
@@ -69,15 +74,22 @@ def normalized_mse(x_hat: jax.Array, x: jax.Array) -> jax.Array:
 def sae_losses(
     sae: TopKSAE, x: jax.Array, dead: jax.Array, aux_k: int
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(L_rec, L_aux, codes) for a batch x [n, dim]; dead: [width] bool."""
-    x_hat, z, a = sae(x)
+    """(L_rec, L_aux, fired [width] bool) for a batch x [n, dim]; dead: [width] bool. L_aux is
+    computed only when some latent is dead (the dead-latent TopK costs as much as the rest)."""
+    a = sae.pre_activations(x)
+    vals, ids = sae.topk(a)
+    x_hat = sae.decode_topk(vals, ids)
     rec = normalized_mse(x_hat, x)
     e = jax.lax.stop_gradient(x - x_hat)
-    vals, ids = sae.topk(jnp.where(dead, a, -jnp.inf), min(aux_k, sae.width))
-    vals = jnp.where(jnp.isfinite(vals), vals, 0.0)  # fewer dead latents than aux_k
-    e_hat = _scatter(vals, ids, sae.width) @ sae.w_dec[...]
-    aux = jnp.where(dead.any(), normalized_mse(e_hat, e), 0.0)
-    return rec, aux, z
+
+    def aux_loss(a):
+        v, i = sae.topk(jnp.where(dead, a, -jnp.inf), min(aux_k, sae.width))
+        v = jnp.where(jnp.isfinite(v), v, 0.0)  # fewer dead latents than aux_k
+        return normalized_mse(sae.decode_topk(v, i) - sae.b_pre[...], e)
+
+    aux = jax.lax.cond(dead.any(), aux_loss, lambda a: jnp.zeros((), a.dtype), a)
+    fired = jnp.zeros(sae.width, bool).at[ids.ravel()].max(vals.ravel() > 0)
+    return rec, aux, fired
 
 
 def unit_norm_decoder(sae: TopKSAE) -> None:

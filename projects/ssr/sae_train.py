@@ -34,17 +34,16 @@ def train_sae(
         dead = since > cfg.dead_after
 
         def loss_fn(m):
-            rec, aux, z = sae_losses(m, xb, dead, cfg.aux_k)
+            rec, aux, fired = sae_losses(m, xb, dead, cfg.aux_k)
             nce = jnp.zeros(())
             if pair:
                 q, qm, d, dm = pair
                 nce = info_nce(batch_maxsim(m.encode(q), qm, m.encode(d), dm))
-            return rec + cfg.aux_weight * aux + weight * nce, (rec, aux, z)
+            return rec + cfg.aux_weight * aux + weight * nce, (rec, aux, fired)
 
-        (_, (rec, aux, z)), grads = nnx.value_and_grad(loss_fn, has_aux=True)(sae)
+        (_, (rec, aux, fired)), grads = nnx.value_and_grad(loss_fn, has_aux=True)(sae)
         opt.update(sae, grads)
         unit_norm_decoder(sae)
-        fired = (z > 0).any(0)
         since = jnp.where(fired, 0, since + xb.shape[0])
         return nnx.state((sae, opt)), since, rec, aux
 

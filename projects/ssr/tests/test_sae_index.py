@@ -44,6 +44,7 @@ def test_topk_keeps_the_k_largest_pre_activations_non_negative():
     assert (z >= 0).all()
     csr = sparse_codes(sae, np.asarray(x), batch=16)
     np.testing.assert_array_equal(csr.toarray(), z)
+    np.testing.assert_allclose(sae(x)[0], sae.decode(sae.encode(x)), rtol=1e-5, atol=1e-6)
 
 
 def test_a_linear_sae_learns_the_identity():
@@ -120,3 +121,17 @@ def test_token_rows_and_plaid_without_pruning_is_maxsim_on_its_decompressed_vect
     q = RNG.normal(size=(3, 8)).astype(np.float32)
     got = plaid.search(q, 10, nprobe=6, rerank=len(docs))  # every centroid, every candidate
     np.testing.assert_array_equal(got, top_k(maxsim_dense(q, everything), 10))
+
+
+def test_aux_loss_rebuilds_the_residual_from_dead_latents_only():
+    from projects.ssr.sae import sae_losses
+
+    sae = TopKSAE(16, 64, 4, rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(2), (32, 16))
+    rec, aux, fired = sae_losses(sae, x, jnp.zeros(64, bool), aux_k=8)
+    assert float(aux) == 0.0 and 0 < int(fired.sum()) <= 32 * 4
+    assert np.asarray(fired).tolist() == (np.asarray(sae.encode(x)) > 0).any(0).tolist()
+    _, aux_dead, _ = sae_losses(sae, x, jnp.ones(64, bool), aux_k=8)
+    assert np.isfinite(float(aux_dead)) and float(aux_dead) > 0
+    g = jax.grad(lambda m: sae_losses(m, x, jnp.ones(64, bool), 8)[1])(sae)
+    assert np.abs(np.asarray(g.w_enc[...])).sum() > 0  # the aux loss trains the encoder
