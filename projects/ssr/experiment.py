@@ -7,7 +7,8 @@ BM25, on real text with the real MiniLM-L6 token encoder.
     python launch/run.py projects/ssr --config smoke            # seconds, for tests
     python launch/reproduce.py projects/ssr                     # every table
 
-One run encodes the collection once (frozen MiniLM), then for every seed of `seeds` trains the
+One run encodes the collection once (frozen MiniLM), then for each of `num_seeds` training seeds
+(seed, seed + 1, ...) trains the
 128-d projection and the SAEs and builds and queries every index (pipeline.py).
 """
 
@@ -71,11 +72,16 @@ class SearchConfig:
 @dataclasses.dataclass(frozen=True)
 class Config:
     collection: Literal["wikipedia", "bbc", "bbc_graded", "beir"] = "wikipedia"
-    seeds: tuple[NonNegativeInt, ...] = (0, 1, 2)  # projection and SAE training
+    seed: NonNegativeInt = 0  # the first training seed
+    num_seeds: PositiveInt = 3  # projection and SAE training seeds seed, seed + 1, ...
     data: DataConfig = DataConfig()
     projection: ProjectionConfig = ProjectionConfig()
     sae: SAEConfig = SAEConfig()
     search: SearchConfig = SearchConfig()
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(range(self.seed, self.seed + self.num_seeds))
 
     def __post_init__(self):
         if self.collection == "beir" and not self.data.beir_dir:
@@ -89,7 +95,7 @@ class Config:
 
 CONFIGS: dict[str, Config] = {
     "smoke": Config(
-        seeds=(0,),
+        num_seeds=1,
         data=DataConfig(
             max_docs=120,
             test_queries=20,

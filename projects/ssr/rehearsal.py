@@ -59,7 +59,7 @@ REHEARSAL = Rehearsal(
         "search.kmeans=(8,)",
         "search.rerank=8",
         "search.prune=(4,)",
-        "seeds=(0,)",
+        "num_seeds=1",
     ),
     check=check,
 )

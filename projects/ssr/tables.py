@@ -1,8 +1,9 @@
 """The tables this project reproduces (`python launch/reproduce.py projects/ssr`).
 
 Table `main_<collection>`: one run of the cpu config on that collection; the run trains the
-projection and the SAEs for each of its 3 seeds (cfg.seeds), so cells of trained systems are
-mean ± std (ddof = 1) over those seeds; BM25 and single-vector search are untrained (one value).
+projection and the SAEs for each of its training seeds (cfg.seeds: 0, 1, 2), so cells of trained
+systems are mean ± std (ddof = 1) over those seeds; BM25 and single-vector search are untrained
+(one value).
 """
 
 from __future__ import annotations
