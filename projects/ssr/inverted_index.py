@@ -9,8 +9,8 @@ Reconstruction (not confirmed by the paper, ../papers/ssr.md section 2), exact b
              scores only them exactly.
   SSR-CLS  S'(q, D) = S(q, D) + w · ⟨z_cls(q), z_cls(D)⟩.
 Postings live in a CSR matrix [width, T] (row u = neuron u's list of (token, value)); a query
-walks the lists of its active neurons (scipy's sparse product) and reduces per document with
-one scatter-max.
+token adds up the lists of its active neurons into per-token dot products (np.bincount) and
+reduces each document's token run with one max (np.maximum.reduceat).
 """
 
 from __future__ import annotations
@@ -80,19 +80,32 @@ class InvertedIndex:
         """Exact sparse MaxSim of query codes [m, width] -> [n_docs] (or [len(docs)] for the
         given document ids: only their token postings are read)."""
         zq = _csr(query)
-        if docs is None:  # walk the postings of the query's active neurons
-            n, token_doc = self.num_docs, self.token_doc
-            hits = (zq @ self.postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ of overlapping tokens only
-            qi, tok, val = hits.row, hits.col, hits.data
-        else:  # few candidates: read their tokens' codes from the forward index
-            n = len(docs)
-            rows = token_rows(self.offsets, docs)
-            token_doc = np.repeat(np.arange(n), np.diff(self.offsets)[docs])
-            hits = (self.forward[rows] @ zq.T).tocoo()  # [rows, m]
-            qi, tok, val = hits.col, hits.row, hits.data
+        if docs is None:
+            return self._scores_all(zq)
+        # few candidates: read their tokens' codes from the forward index
+        n = len(docs)
+        rows = token_rows(self.offsets, docs)
+        token_doc = np.repeat(np.arange(n), np.diff(self.offsets)[docs])
+        hits = (self.forward[rows] @ zq.T).tocoo()  # [rows, m]
         best = np.zeros(zq.shape[0] * n, np.float32)
-        np.maximum.at(best, qi.astype(np.int64) * n + token_doc[tok], val)
+        np.maximum.at(best, hits.col.astype(np.int64) * n + token_doc[hits.row], hits.data)
         return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
+
+    def _scores_all(self, zq: sp.csr_matrix) -> np.ndarray:
+        """Per query token: add up the postings of its active neurons into one dense row over the
+        tokens (np.bincount: ⟨z_i, z_j⟩ for every token j, 0 where nothing overlaps), then take
+        each document's maximum over its contiguous token run (every document has a token)."""
+        post, n_tokens = self.postings, self.postings.shape[1]
+        out = np.zeros(self.num_docs)
+        for i in range(zq.shape[0]):
+            active = slice(zq.indptr[i], zq.indptr[i + 1])
+            neurons, values = zq.indices[active], zq.data[active]
+            lengths = np.diff(post.indptr)[neurons]
+            at = token_rows(post.indptr, neurons)  # positions of those postings, list by list
+            dots = np.bincount(post.indices[at], np.repeat(values, lengths) * post.data[at],
+                               minlength=n_tokens)  # fmt: skip
+            out += np.maximum.reduceat(dots, self.offsets[:-1])
+        return out
 
     def upper_bounds(self, query) -> np.ndarray:
         """UB(q, D) for every document [n_docs]."""
