@@ -135,3 +135,22 @@ def test_aux_loss_rebuilds_the_residual_from_dead_latents_only():
     assert np.isfinite(float(aux_dead)) and float(aux_dead) > 0
     g = jax.grad(lambda m: sae_losses(m, x, jnp.ones(64, bool), 8)[1])(sae)
     assert np.abs(np.asarray(g.w_enc[...])).sum() > 0  # the aux loss trains the encoder
+
+
+def test_cls_weight_tuning_in_one_pass_ranks_as_search_does(collection):
+    from projects.ssr.experiment import SearchConfig
+    from projects.ssr.pipeline import _tune_cls_weight
+    from shared.metrics.retrieval import retrieval_metrics
+
+    idx = InvertedIndex.build(collection, _random_codes(len(collection)))
+    queries = TokenCollection.from_list([_random_codes(int(RNG.integers(1, 6))) for _ in range(6)])
+    q_cls = _random_codes(len(queries))
+    qrels = [{int(d): 1 for d in RNG.choice(len(collection), 2, replace=False)}
+             for _ in range(len(queries))]  # fmt: skip
+    s = SearchConfig(cls_weights=(0.0, 0.5, 4.0), depth=10)
+    tuned = _tune_cls_weight(idx, queries.vectors, queries.offsets, q_cls, qrels, s)
+    for w in s.cls_weights:
+        ranked = [idx.search(queries.doc_tokens(i), 10, query_cls=q_cls[i], cls_weight=w)
+                  for i in range(len(queries))]  # fmt: skip
+        assert tuned[w] == retrieval_metrics(ranked, qrels)["ndcg@10"]
+    assert len(set(tuned.values())) > 1  # the [CLS] term changes the ranking
