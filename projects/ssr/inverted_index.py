@@ -9,8 +9,9 @@ Reconstruction (not confirmed by the paper, ../papers/ssr.md section 2), exact b
              scores only them exactly.
   SSR-CLS  S'(q, D) = S(q, D) + w · ⟨z_cls(q), z_cls(D)⟩.
 Postings live in a CSR matrix [width, T] (row u = neuron u's list of (token, value)); a query
-token adds up the lists of its active neurons into per-token dot products (np.bincount) and
-reduces each document's token run with one max (np.maximum.reduceat).
+walks only the lists of its active neurons: a sparse product and a scatter-max per document when
+the lists are short, dense per-token sums (np.bincount) and one max per document's token run
+(np.maximum.reduceat) when they are long.
 """
 
 from __future__ import annotations
@@ -92,6 +93,22 @@ class InvertedIndex:
         return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
 
     def _scores_all(self, zq: sp.csr_matrix) -> np.ndarray:
+        """Every document's exact score by the cheaper of two equal computations: with few
+        postings to walk (under 1/20 of query tokens x collection tokens, the crossover measured
+        on 256k-token indexes) a sparse product and a scatter-max, else dense per-token sums."""
+        walked = np.diff(self.postings.indptr)[zq.indices].sum()
+        if 20 * walked < zq.shape[0] * self.postings.shape[1]:
+            return self._scores_sparse(zq)
+        return self._scores_dense(zq)
+
+    def _scores_sparse(self, zq: sp.csr_matrix) -> np.ndarray:
+        n = self.num_docs
+        hits = (zq @ self.postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ of overlapping tokens only
+        best = np.zeros(zq.shape[0] * n, np.float32)
+        np.maximum.at(best, hits.row.astype(np.int64) * n + self.token_doc[hits.col], hits.data)
+        return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
+
+    def _scores_dense(self, zq: sp.csr_matrix) -> np.ndarray:
         """Per query token: add up the postings of its active neurons into one dense row over the
         tokens (np.bincount: ⟨z_i, z_j⟩ for every token j, 0 where nothing overlaps), then take
         each document's maximum over its contiguous token run (every document has a token)."""

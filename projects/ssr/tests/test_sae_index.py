@@ -69,6 +69,8 @@ def test_inverted_index_maxsim_equals_dense_maxsim_on_the_codes(collection):
         q = _random_codes(int(RNG.integers(1, 9)))
         exact = maxsim_dense(q, collection)
         np.testing.assert_allclose(idx.scores(q), exact, rtol=1e-6, atol=1e-6)
+        for path in (idx._scores_sparse, idx._scores_dense):  # the two ways scores() may take
+            np.testing.assert_allclose(path(sp.csr_matrix(q)), exact, rtol=1e-6, atol=1e-6)
         some = np.array([0, 17, 119])
         np.testing.assert_allclose(idx.scores(q, some), exact[some], rtol=1e-6, atol=1e-6)
         assert (idx.upper_bounds(q) >= exact - 1e-5).all()
