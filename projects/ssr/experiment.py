@@ -3,7 +3,7 @@ inverted lists) against exhaustive MaxSim, a PLAID-like K-means index, single-ve
 BM25, on real text with the real MiniLM-L6 token encoder.
 
     python launch/run.py projects/ssr                           # cpu: Wikipedia known-item
-    python launch/run.py projects/ssr --set collection=bbc      # BBC News first sentences
+    python launch/run.py projects/ssr --set collection=bbc --set data.doc_max_tokens=64  # BBC
     python launch/run.py projects/ssr --config smoke            # seconds, for tests
     python launch/reproduce.py projects/ssr                     # every table
 
