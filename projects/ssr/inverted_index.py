@@ -32,6 +32,14 @@ def _csr(codes) -> sp.csr_matrix:
     return m
 
 
+def _sum_of_maxima(query_token, doc, values, m: int, n: int) -> np.ndarray:
+    """Σ_i max over the hits (query token i, document, value) of each document -> [n]; a document
+    without a hit for token i adds 0 (the codes' dot products are >= 0)."""
+    best = np.zeros(m * n, np.float32)
+    np.maximum.at(best, np.asarray(query_token, np.int64) * n + doc, values)
+    return best.reshape(m, n).sum(0, dtype=np.float64)
+
+
 @dataclasses.dataclass
 class InvertedIndex:
     postings: sp.csr_matrix  # [width, T]: neuron -> (token row, value)
@@ -88,9 +96,7 @@ class InvertedIndex:
         rows = token_rows(self.offsets, docs)
         token_doc = np.repeat(np.arange(n), np.diff(self.offsets)[docs])
         hits = (self.forward[rows] @ zq.T).tocoo()  # [rows, m]
-        best = np.zeros(zq.shape[0] * n, np.float32)
-        np.maximum.at(best, hits.col.astype(np.int64) * n + token_doc[hits.row], hits.data)
-        return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
+        return _sum_of_maxima(hits.col, token_doc[hits.row], hits.data, zq.shape[0], n)
 
     def _scores_all(self, zq: sp.csr_matrix) -> np.ndarray:
         """Every document's exact score by the cheaper of two equal computations: with few
@@ -102,11 +108,9 @@ class InvertedIndex:
         return self._scores_dense(zq)
 
     def _scores_sparse(self, zq: sp.csr_matrix) -> np.ndarray:
-        n = self.num_docs
         hits = (zq @ self.postings).tocoo()  # [m, T]: ⟨z_i, z_j⟩ of overlapping tokens only
-        best = np.zeros(zq.shape[0] * n, np.float32)
-        np.maximum.at(best, hits.row.astype(np.int64) * n + self.token_doc[hits.col], hits.data)
-        return best.reshape(zq.shape[0], n).sum(0, dtype=np.float64)
+        return _sum_of_maxima(hits.row, self.token_doc[hits.col], hits.data, zq.shape[0],
+                              self.num_docs)  # fmt: skip
 
     def _scores_dense(self, zq: sp.csr_matrix) -> np.ndarray:
         """Per query token: add up the postings of its active neurons into one dense row over the
@@ -140,13 +144,10 @@ class InvertedIndex:
         """The k best document ids: exact MaxSim over all documents, or over the `prune` best by
         UB; SSR-CLS adds cls_weight · ⟨z_cls(q), z_cls(D)⟩."""
         docs = None
+        extra = cls_weight * self.cls_scores(query_cls) if cls_weight else 0.0  # [n_docs] or 0
         if prune is not None:
-            ub = self.upper_bounds(query)
-            if cls_weight:
-                ub = ub + cls_weight * self.cls_scores(query_cls)  # still an upper bound
-            docs = np.sort(top_k(ub, prune))
+            docs = np.sort(top_k(self.upper_bounds(query) + extra, prune))  # still an upper bound
         s = self.scores(query, docs)
         if cls_weight:
-            c = self.cls_scores(query_cls)
-            s = s + cls_weight * (c if docs is None else c[docs])
+            s = s + (extra if docs is None else extra[docs])
         return top_k(s, k, docs)
