@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from projects.ssr.late_interaction import TokenCollection
 from shared.data.tokenizers import minilm_tokenizer
 from shared.models.bert import l2_normalize, mean_pool
-from shared.models.pretrained.minilm import load_minilm, padded_length
+from shared.models.pretrained.minilm import length_sorted_batches, load_minilm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,24 +44,18 @@ class TokenEncoder:
         self.graphdef, self.state = nnx.split(model)
         self.tokenizer = minilm_tokenizer(max_length=max_tokens)
         self.batch_size, self.max_len = batch_size, model.cfg.max_positions
+        self.dim = model.cfg.dim
 
     def __call__(self, texts: Sequence[str], desc: str = "encode") -> EncodedTexts:
         rows = [self.tokenizer.encode(t) for t in texts]
         if any(len(r) < 3 for r in rows):
             bad = next(i for i, r in enumerate(rows) if len(r) < 3)
             raise ValueError(f"text {bad} ({texts[bad]!r}) has no word piece: drop empty texts")
-        order = np.argsort([len(r) for r in rows], kind="stable")
         per_text: list[np.ndarray | None] = [None] * len(rows)
-        pooled = np.zeros((len(rows), 384), np.float32)
-        for s in tqdm(range(0, len(rows), self.batch_size), desc=desc, leave=False):
-            idx = order[s : s + self.batch_size]
-            n_rows = min(self.batch_size, 1 << (len(idx) - 1).bit_length())
-            width = padded_length(max(len(rows[i]) for i in idx), self.max_len)
-            ids = np.zeros((n_rows, width), np.int32)
-            valid = np.zeros((n_rows, width), bool)
-            for j, i in enumerate(idx):
-                ids[j, : len(rows[i])] = rows[i]
-                valid[j, : len(rows[i])] = True
+        pooled = np.zeros((len(rows), self.dim), np.float32)
+        batches = length_sorted_batches(rows, self.batch_size, self.max_len, self.tokenizer.pad_id)
+        for idx, ids, valid in tqdm(batches, desc=desc, leave=False,
+                                    total=-(-len(rows) // self.batch_size)):  # fmt: skip
             h, p = _hidden(self.graphdef, self.state, jnp.asarray(ids), jnp.asarray(valid))
             h, p = np.asarray(h), np.asarray(p)
             for j, i in enumerate(idx):

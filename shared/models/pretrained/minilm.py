@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -186,25 +186,35 @@ class SentenceEncoder:
             raise ValueError(f"batch_size={bs} must be at least 1")
         rows = [self.tokenizer.encode(t) for t in texts]
         out = np.zeros((len(rows), self.dim), np.float32)
-        order = np.argsort([len(r) for r in rows], kind="stable")
-        for start in range(0, len(rows), bs):
-            idx = order[start : start + bs]
-            n_rows = min(bs, 1 << (len(idx) - 1).bit_length())
-            longest = max(len(rows[i]) for i in idx)
-            if longest > self.max_len:
-                raise ValueError(
-                    f"text {int(idx[-1])} has {longest} tokens > max_positions={self.max_len}; "
-                    "truncate it (minilm_tokenizer(max_length=...))"
-                )
-            width = padded_length(longest, self.max_len)
-            ids = np.full((n_rows, width), self.tokenizer.pad_id, np.int32)
-            valid = np.zeros((n_rows, width), bool)
-            for j, i in enumerate(idx):
-                ids[j, : len(rows[i])] = rows[i]
-                valid[j, : len(rows[i])] = True
+        for idx, ids, valid in length_sorted_batches(rows, bs, self.max_len, self.tokenizer.pad_id):
             emb = _embed(self.graphdef, self.state, jnp.asarray(ids), jnp.asarray(valid))
             out[idx] = np.asarray(emb)[: len(idx)]
         return out
+
+
+def length_sorted_batches(
+    rows: Sequence[Sequence[int]], batch_size: int, max_len: int, pad_id: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(row indices, ids [r, w], valid [r, w]) batches of token-id rows sorted by length: r is a
+    power of two (at most batch_size; padding rows have no valid token) and w a length bucket,
+    so few shapes compile and results do not depend on batch composition."""
+    order = np.argsort([len(r) for r in rows], kind="stable")
+    for start in range(0, len(rows), batch_size):
+        idx = order[start : start + batch_size]
+        n_rows = min(batch_size, 1 << (len(idx) - 1).bit_length())
+        longest = max(len(rows[i]) for i in idx)
+        if longest > max_len:
+            raise ValueError(
+                f"text {int(idx[-1])} has {longest} tokens > max_positions={max_len}; "
+                "truncate it (minilm_tokenizer(max_length=...))"
+            )
+        width = padded_length(longest, max_len)
+        ids = np.full((n_rows, width), pad_id, np.int32)
+        valid = np.zeros((n_rows, width), bool)
+        for j, i in enumerate(idx):
+            ids[j, : len(rows[i])] = rows[i]
+            valid[j, : len(rows[i])] = True
+        yield idx, ids, valid
 
 
 @functools.lru_cache(maxsize=1)
