@@ -100,6 +100,7 @@ def elect_signs(trimmed: Sequence[PyTree]) -> PyTree:
 
 def agreement_mask(trimmed: Sequence[PyTree], signs: PyTree) -> list[PyTree]:
     """Per task vector, True where its entry is nonzero with the elected sign."""
+
     def agree(x, s):
         x = jnp.asarray(x)
         return jnp.where(s > 0, x > 0, jnp.where(s < 0, x < 0, False))
