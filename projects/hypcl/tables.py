@@ -138,22 +138,28 @@ TABLES = {
 }
 FIGURES = {"main": figure}
 
+# From main and ablation (3 seeds) at the revision in their footers.
 CLAIMS = (
     Claim(
         "Visual prototypes computed from adapted features act as stable anchors and remove most "
         "forgetting.",
-        "not testable here",
-        "pending: tables not yet generated",
+        "partly",
+        "ablation, synthetic 10 tasks: gamma = 0 raises HypCL-A's forgetting from 0.099 to 0.145 "
+        "(Last 0.846 -> 0.814); MNIST + Fashion-MNIST: 0.048 vs 0.052, within the seed spread. "
+        "Most of the stability comes from the frozen per-task adapters with key routing (learned "
+        "task weighting: forgetting 0.595).",
     ),
     Claim(
         "Adapting CLIP features in hyperbolic space beats Euclidean adaptation.",
-        "not testable here",
-        "pending: tables not yet generated",
+        "does not hold",
+        "main: HypCL-A and Euclidean adapters are level in every setting (Last 0.846 vs 0.846, "
+        "0.847 vs 0.847, 0.910 vs 0.909); ablation: c = 1e-4 matches c = 1.",
     ),
     Claim(
         "HypCL beats existing CLIP-based continual learners on class-incremental benchmarks.",
         "not testable here",
-        "No CLIP weights or the paper's benchmarks offline; the baselines here are zero-shot, "
-        "NCM, Euclidean adapters, sequential fine-tuning and joint training.",
+        "No CLIP weights or the paper's benchmarks offline. Against the baselines here HypCL-A "
+        "beats sequential fine-tuning (0.846 vs 0.267 Last) and zero-shot (0.685) but not NCM "
+        "prototypes (0.859); variant B forgets like sequential fine-tuning.",
     ),
 )

@@ -82,3 +82,19 @@ def test_stream_relabels_classes_and_text_together(stream):
     assert stream.tasks == ((0, 1), (2, 3), (4, 5))
     with pytest.raises(ValueError, match="do not split"):
         make_stream(train, train, text, 4, 0)
+
+
+def test_tangent_clip_is_a_radial_rescale_also_jitted_on_many_rows():
+    """The clip once computed |log_0 z| from log_0 z; jitted on >= 5,000 rows that returned 0
+    on this CPU backend (eager was right). The radial form must hold at any batch size."""
+    import jax
+
+    from projects.hypcl.adapters import clip_tangent
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(6000, 16)).astype(np.float32)
+    v *= rng.uniform(0.2, 3.0, (6000, 1)) / np.linalg.norm(v, axis=1, keepdims=True)
+    for ball in (Ball(1.0), Ball(1.0, euclidean=True)):
+        z = jax.jit(lambda x, b=ball: clip_tangent(b, b.exp0(x), 1.0))(v)
+        tangent = np.linalg.norm(np.asarray(ball.log0(z)), axis=1)
+        np.testing.assert_allclose(tangent, np.minimum(np.linalg.norm(v, axis=1), 1.0), rtol=2e-4)
