@@ -161,17 +161,46 @@ def _table(finetune: str) -> Table:
 TABLES = {"table1_full": _table("full"), "table1_lora": _table("lora")}
 FIGURES = {name: figure for name in TABLES}
 
-_PENDING = "pending: tables not yet generated"
+# From table1_full and table1_lora (3 seeds each) at revision 6ffa200 and their figures.
 CLAIMS = (
-    Claim("BadMerging keeps a high ASR after merging, and training the backdoor without feature "
-          "interpolation gives a weaker attack.", "not testable here", _PENDING),  # fmt: skip
-    Claim("Defenses that edit parameters directly via task arithmetic (negation, pruning) either "
-          "leave the backdoor or hurt clean accuracy.", "not testable here", _PENDING),  # fmt: skip
-    Claim("LFPM drives ASR to the clean level with a small clean-accuracy cost, for full "
-          "fine-tuning and for PEFT (LoRA).", "not testable here", _PENDING),  # fmt: skip
-    Claim("The path-integral objective keeps the backdoor suppressed along the whole path "
-          "θ_m + s·τ_a, where the single-point version can fail at intermediate s.",
-          "not testable here", _PENDING),  # fmt: skip
-    Claim("Features are approximately linear across fine-tuned tasks (CTL), so merging acts as "
-          "feature averaging.", "not testable here", _PENDING),  # fmt: skip
+    Claim(
+        "BadMerging keeps a high ASR after merging, and training the backdoor without feature "
+        "interpolation gives a weaker attack.",
+        "holds",
+        "Undefended BadMerging merges: full FT ASR 0.72 (TA λ = 0.3), 0.49 (TIES 0.3) and "
+        "0.93-1.00 at λ >= 0.5; LoRA 0.91-1.00 everywhere. Plain poisoning: 0.26 / 0.56 / 0.86 / "
+        "0.96 over TA λ = 0.3-1 (full), 0.25-0.98 (LoRA); clean level 0.01-0.03.",
+    ),
+    Claim(
+        "Defenses that edit parameters directly via task arithmetic either leave the backdoor or "
+        "hurt clean accuracy.",
+        "holds",
+        "Pruning the merged task vector leaves ASR at 0.46-1.00; fine-tuning on D_c leaves "
+        "0.33-0.35 at λ = 0.3 and 0.78-1.00 above (full FT), 0.89-1.00 (LoRA); TA negation "
+        "removes it (ASR <= 0.17) but costs 0.12-0.38 mean CA and leaves T2 at 0.13-0.32.",
+    ),
+    Claim(
+        "LFPM drives ASR to the clean level with a small clean-accuracy cost, for full "
+        "fine-tuning and for PEFT (LoRA).",
+        "partly",
+        "Full FT: LFPM path ASR 0.024-0.036 on all 8 merges (clean level 0.01-0.03) with mean "
+        "CA from -0.02 to +0.12 against the undefended merge (its D_c cross-entropy also "
+        "fine-tunes), T2's own CA 0.01-0.11 lower. LoRA: ASR 0.03-0.10 up to λ = 0.7 but "
+        "0.15-0.17 at λ = 1, at mean CA -0.09 to +0.06. The defender knows the trigger.",
+    ),
+    Claim(
+        "The path-integral objective keeps the backdoor suppressed along the whole path "
+        "θ_m + s·τ_a, where the single-point version can fail at intermediate s.",
+        "holds",
+        "Figure 2 (TA λ = 0.5): at s = 0.4 ASR 0.16 (path) vs 0.77 (single-point) under full FT, "
+        "0.19 vs 0.94 under LoRA; at s = 1 the single-point ASR stays 0.08-0.24 across merges "
+        "where the path version reaches 0.02-0.04 (full).",
+    ),
+    Claim(
+        "Features are approximately linear across fine-tuned tasks (CTL), so merging acts as "
+        "feature averaging.",
+        "partly",
+        "Figure 1 (full FT, α = 0.5): relative CTL error <= 0.01 at the first convolution, "
+        "0.10-0.14 at the second and 0.13-0.24 at the 64-d output: linear early, less so deep.",
+    ),
 )
