@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from projects.lfpm.lfpm import LFPM
+from projects.lfpm.lfpm import LFPM, clean_data
 from projects.lfpm.model import Delta, Encoder, at, ce, check_finite, logits, make_trainer, sample
 from shared.data.augment import add_trigger
 from shared.models import merging
@@ -88,12 +88,7 @@ class Defenses:
             return at(theta_m, tau_neg, -self.cfg.neg_scale), tau_neg
         if name == "finetune":
             k_init, k_train = jax.random.split(key)
-            data = {
-                "anchor": theta_m,
-                "heads": tuple(heads),
-                "x": tuple(x for x, _ in clean_sets),
-                "y": tuple(y for _, y in clean_sets),
-            }
+            data = clean_data(theta_m, heads, clean_sets)
             params, loss = self._finetune(self.delta.init(k_init), data, k_train)
             check_finite(loss, "clean fine-tuning defense", self.lr)
             dense = self.delta.dense(params)

@@ -74,6 +74,16 @@ def accumulated_grad(feats, dense, delta, batch, num_points: int, mu: float):
     return total / num_points, jax.tree.map(lambda g: g / num_points, grads)
 
 
+def clean_data(theta_m, heads, clean_sets) -> dict:
+    """What a defense trains on: the merged encoder, the frozen heads and D_c of every task."""
+    return {
+        "anchor": theta_m,
+        "heads": tuple(heads),
+        "x": tuple(x for x, _ in clean_sets),
+        "y": tuple(y for _, y in clean_sets),
+    }
+
+
 def make_batch(data: dict, key: jax.Array, batch_size: int, trigger_size: int, feats) -> dict:
     """A minibatch of b inputs per task from D_c; the attacked task's inputs also triggered."""
     xs, ys, zs = [], [], []
@@ -109,12 +119,7 @@ class LFPM:
     def fit(self, theta_m, heads, clean_sets, key: jax.Array) -> PyTree:
         """Dense τ_a for the merged encoder θ_m; clean_sets: [(x, y)] D_c per task."""
         k_init, k_train = jax.random.split(key)
-        data = {
-            "anchor": theta_m,
-            "heads": tuple(heads),
-            "x": tuple(x for x, _ in clean_sets),
-            "y": tuple(y for _, y in clean_sets),
-        }
+        data = clean_data(theta_m, heads, clean_sets)
         params, loss = self._train(self.delta.init(k_init), data, k_train)
         check_finite(loss, f"LFPM (S = {self.num_points})", self.lr)
         return self.delta.dense(params)
