@@ -76,17 +76,19 @@ class MultiScaleRQ(nnx.Module):
 
     def __call__(self, f: jax.Array, bypass: bool = False):
         """f [b, H, W, C] -> (f + sg(f_hat - f), codes per scale [b, p_k, p_k], vq_loss,
-        [f_hat after scale k for every k]). `bypass` (tests): phi = identity and the pooled
-        residual itself instead of its nearest code."""
-        b, side = f.shape[0], f.shape[1]
-        if self.patch_nums[-1] != side or f.shape[2] != side:
-            raise ValueError(f"features {f.shape[1:3]} must be square with side "
-                             f"patch_nums[-1]={self.patch_nums[-1]}")  # fmt: skip
+        [f_hat after scale k for every k]), over the scales p_k <= H (H must be one of them: a
+        smaller image is tokenized by the first scales, with the same phi per scale).
+        `bypass` (tests): phi = identity and the pooled residual instead of its nearest code."""
+        side = f.shape[1]
+        scales = tuple(p for p in self.patch_nums if p <= side)
+        if not scales or scales[-1] != side or f.shape[2] != side:
+            raise ValueError(f"features {f.shape[1:3]} must be square with a side in "
+                             f"patch_nums={self.patch_nums}")  # fmt: skip
         f_hat, rest = jnp.zeros_like(f), f
         codes, partial = [], []
         loss = jnp.zeros((), f.dtype)
         e = self.codebook.value
-        for k, p in enumerate(self.patch_nums):
+        for k, p in enumerate(scales):
             pooled = rest if p == side else resize(rest, p, p, "area")
             d = jnp.sum(pooled**2, -1, keepdims=True) - 2 * pooled @ e.T + jnp.sum(e**2, -1)
             z = jnp.argmin(d, -1)  # [b, p, p]
@@ -100,9 +102,8 @@ class MultiScaleRQ(nnx.Module):
             partial.append(f_hat)
             loss = loss + self.beta * jnp.mean((jax.lax.stop_gradient(f_hat) - f) ** 2)
             loss = loss + jnp.mean((f_hat - jax.lax.stop_gradient(f)) ** 2)
-        del b
         out = f + jax.lax.stop_gradient(f_hat - f)
-        return out, codes, loss / len(self.patch_nums), partial
+        return out, codes, loss / len(scales), partial
 
     def decode_codes(self, codes: Sequence[jax.Array], side: int) -> list[jax.Array]:
         """Token ids of scales 0..k -> [f_hat after each of them] (the prefix decodes)."""

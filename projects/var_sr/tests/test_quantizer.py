@@ -44,7 +44,7 @@ def test_phi_ticks_follow_the_official_partial_sharing():
 def test_bypassed_quantizer_reconstructs_f_exactly_at_the_last_scale():
     rq = MultiScaleRQ(4, 16, PATCH_NUMS, rngs=nnx.Rngs(0))
     f = _features()
-    _, _, _, partial = rq(f, bypass=True)
+    _, _, _, partial = nnx.jit(lambda m, x: m(x, bypass=True))(rq, f)
     np.testing.assert_allclose(partial[-1], f, atol=1e-5)
     errors = [float(jnp.linalg.norm(f - p)) for p in partial]
     assert errors[-1] < 1e-4 < errors[0]
@@ -53,9 +53,9 @@ def test_bypassed_quantizer_reconstructs_f_exactly_at_the_last_scale():
 def test_straight_through_gradient_is_the_identity():
     rq = MultiScaleRQ(4, 16, PATCH_NUMS, rngs=nnx.Rngs(0))
     f = _features(seed=1)
-    g = jax.grad(lambda x: jnp.sum(rq(x)[0] * 3.0))(f)
+    g = nnx.jit(lambda m, x: jax.grad(lambda y: jnp.sum(m(y)[0] * 3.0))(x))(rq, f)
     np.testing.assert_allclose(g, 3.0)
-    out, codes, loss, partial = rq(f)
+    out, codes, loss, partial = nnx.jit(lambda m, x: m(x))(rq, f)
     np.testing.assert_allclose(out, partial[-1], atol=1e-5)  # forward value is f_hat
     assert [c.shape for c in codes] == [(2, p, p) for p in PATCH_NUMS] and float(loss) > 0
 
@@ -63,11 +63,11 @@ def test_straight_through_gradient_is_the_identity():
 def test_teacher_forcing_inputs_rebuild_the_quantizers_own_sequence():
     rq = MultiScaleRQ(4, 16, PATCH_NUMS, rngs=nnx.Rngs(0))
     f = _features(seed=2)
-    _, codes, _, partial = rq(f)
-    decoded = rq.decode_codes(codes, 8)
+    _, codes, _, partial = nnx.jit(lambda m, x: m(x))(rq, f)
+    decoded = nnx.jit(lambda m, c: m.decode_codes(c, 8))(rq, codes)
     for a, b in zip(decoded, partial):
         np.testing.assert_allclose(a, b, atol=1e-5)
-    inputs = rq.teacher_inputs(codes, 8)
+    inputs = nnx.jit(lambda m, c: m.teacher_inputs(c, 8))(rq, codes)
     assert len(inputs) == len(PATCH_NUMS) - 1
     for k, x in enumerate(inputs, start=1):  # input of scale k: f_hat after scales < k, pooled
         np.testing.assert_allclose(x, resize(partial[k - 1], PATCH_NUMS[k], PATCH_NUMS[k],
