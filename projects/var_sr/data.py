@@ -11,12 +11,14 @@ to [0, 1] (the clip is our choice: the images stay images).
 from __future__ import annotations
 
 import functools
+import pathlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from shared.data.images import load_skimage_image
+from shared.data.resolver import MissingDataError
 
 TRAIN_IMAGES = ("astronaut", "rocket", "hubble_deep_field", "retina", "immunohistochemistry",
                 "brick", "grass", "gravel", "moon", "coins", "text", "flower")  # fmt: skip
@@ -24,10 +26,32 @@ TEST_IMAGES = ("chelsea", "coffee", "camera", "china")
 SKLEARN_PHOTOS = ("china", "flower")
 
 
+def folder_images(directory: str | pathlib.Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A DIV2K-style local dataset: (train, test) image paths from <dir>/train and <dir>/test
+    (.png, .jpg or .jpeg files, sorted)."""
+    root = pathlib.Path(directory)
+    out = []
+    for split in ("train", "test"):
+        files = sorted(str(f) for f in (root / split).glob("*")
+                       if f.suffix.lower() in (".png", ".jpg", ".jpeg"))  # fmt: skip
+        if not files:
+            raise MissingDataError(f"no .png/.jpg images in {root / split}: put the HR images "
+                                   "there (e.g. DIV2K_train_HR as train, DIV2K_valid_HR as "
+                                   "test) or set data.image_dir")  # fmt: skip
+        out.append(tuple(files))
+    return out[0], out[1]
+
+
 @functools.cache
 def load_photo(name: str) -> np.ndarray:
-    """[H, W, 3] float32 in [0, 1]."""
-    if name in SKLEARN_PHOTOS:
+    """A packaged photograph by name, or an image file by path: [H, W, 3] float32 in [0, 1]."""
+    if pathlib.Path(name).suffix.lower() in (".png", ".jpg", ".jpeg"):
+        import skimage.io
+        import skimage.util
+
+        img = skimage.util.img_as_float32(skimage.io.imread(name))
+        img = img[..., None] if img.ndim == 2 else img
+    elif name in SKLEARN_PHOTOS:
         import sklearn.datasets
 
         bunch = sklearn.datasets.load_sample_images()
