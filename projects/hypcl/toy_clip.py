@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -76,7 +77,7 @@ def make_features(cfg: ToyClipConfig, text: np.ndarray) -> tuple[Split, Split, d
     @jax.jit
     def embed(x):
         z = head(enc(x))
-        return z / jax.numpy.linalg.norm(z, axis=-1, keepdims=True)
+        return z / jnp.linalg.norm(z, axis=-1, keepdims=True)
 
     def features(x):
         return np.concatenate([np.asarray(embed(x[i : i + 1000])) for i in range(0, len(x), 1000)])

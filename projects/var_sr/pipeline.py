@@ -16,6 +16,7 @@ from flax import nnx
 from tqdm.auto import tqdm
 
 from projects.var_sr import data as sr_data
+from projects.var_sr.resize import resize
 from projects.var_sr.sr import (
     bicubic_up,
     lr_scales,
@@ -33,8 +34,6 @@ from shared.results import append_metrics
 
 
 def _area(x, side):
-    from projects.var_sr.resize import resize
-
     return np.asarray(resize(jnp.asarray(x), side, side, "area"))
 
 
