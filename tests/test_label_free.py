@@ -23,11 +23,9 @@ def test_autoencoder_and_toy_clip_objectives_learn():
     runs = [("autoencoder", {}), ("targets", {"targets": targets, "labels": labels})]
     for objective, extra in runs:
         enc = ConvEncoder(8, 1, widths=(4, 8), dim=16, rngs=nnx.Rngs(0))
-        before = pretrain(enc, images, PretrainConfig(objective, steps=1, lr=1e-9),
-                          jax.random.key(0), **extra)["loss"]  # fmt: skip
         after = pretrain(enc, images, PretrainConfig(objective, steps=150, batch_size=32,
                          lr=3e-3), jax.random.key(0), **extra)  # fmt: skip
-        assert after["loss"] < 0.5 * before, (objective, before, after["loss"])
+        assert after["loss"] < 0.5 * after["first_loss"], (objective, after)
     # the toy CLIP classifies its training images by the nearest target
     logits = target_logits(enc(images), after["head"], targets, 0.07)
     assert np.mean(np.argmax(logits, 1) == labels) > 0.9

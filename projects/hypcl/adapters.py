@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from projects.hypcl import poincare
 
@@ -55,11 +56,12 @@ class Ball(NamedTuple):
 
 
 def init_adapters(max_tasks: int, dim: int) -> dict:
-    """Identity adapters: m [T, d, d] = I, b [T, d] = 0, g [T, d] = 0."""
+    """Identity adapters: m [T, d, d] = I, b [T, d] = 0, g [T, d] = 0 (NumPy float32: no eager
+    JAX operation to compile per shape)."""
     return {
-        "m": jnp.broadcast_to(jnp.eye(dim), (max_tasks, dim, dim)),
-        "b": jnp.zeros((max_tasks, dim)),
-        "g": jnp.zeros((max_tasks, dim)),
+        "m": np.tile(np.eye(dim, dtype=np.float32), (max_tasks, 1, 1)),
+        "b": np.zeros((max_tasks, dim), np.float32),
+        "g": np.zeros((max_tasks, dim), np.float32),
     }
 
 

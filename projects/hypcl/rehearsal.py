@@ -1,6 +1,7 @@
 """Rehearsal of the `paper` config (shared/rehearsal.py): a tiny features.npz in the layout of
-features.py (512-d, as CLIP ViT-B/16's), read through the real loader, every method run for two
-steps on each of two tasks.
+features.py (512-d, as CLIP ViT-B/16's), read through the real loader, zero-shot, HypCL-A
+and HypCL-B run for two steps on each of two tasks (compilation dominates a rehearsal; the smoke
+test runs every method and ablation).
 
     python launch/rehearse.py projects/hypcl
 """
@@ -43,6 +44,13 @@ REHEARSAL = Rehearsal(
     data="precomputed CLIP image and text features (features_dir/features.npz: train_f, "
     "train_y, test_f, test_y, text)",
     write_data=write_data,
-    shrink=("num_tasks=2", "learner.steps_per_task=2", "learner.batch_size=8", "num_seeds=1"),
+    shrink=(
+        "num_tasks=2",
+        "methods=('zero_shot', 'hypcl_a', 'hypcl_b')",
+        "ablations=()",
+        "learner.steps_per_task=2",
+        "learner.batch_size=8",
+        "num_seeds=1",
+    ),
     check=check,
 )

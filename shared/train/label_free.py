@@ -65,7 +65,8 @@ def pretrain(
     labels: np.ndarray | None = None,
 ) -> dict:
     """images [n, H, W, C] in [0, 1]; "targets" also needs targets [k, d_t] and labels [n] in
-    0..k-1. Trains `encoder` in place; returns {"loss": float, "head": decoder or projection}."""
+    0..k-1. Trains `encoder` in place; returns {"loss": the last step's, "first_loss": the first
+    step's (initial parameters), "head": decoder or projection}."""
     init_key, data_key = jax.random.split(key)
     if cfg.objective == "targets":
         if targets is None or labels is None or len(labels) != len(images):
@@ -105,9 +106,11 @@ def pretrain(
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    loss = jnp.nan
+    loss = first = jnp.nan
     for i in range(cfg.steps):
         params, opt_state, loss = step(params, opt_state, i)
+        if i == 0:
+            first = loss  # the loss of the initial parameters (computed before the update)
         if (i + 1) % 100 == 0 or i + 1 == cfg.steps:
             if not np.isfinite(float(loss)):
                 raise FloatingPointError(
@@ -115,4 +118,4 @@ def pretrain(
                     f"{i + 1}: lower lr (now {cfg.lr})"
                 )
     nnx.update((encoder, head), params)
-    return {"loss": float(loss), "head": head}
+    return {"loss": float(loss), "first_loss": float(first), "head": head}
