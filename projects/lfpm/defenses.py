@@ -16,6 +16,8 @@ The defender knows the trigger (an upper bound on what trigger inversion would g
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -28,6 +30,7 @@ from shared.models import merging
 DEFENSES = ("none", "finetune", "prune", "negation", "lfpm_single", "lfpm_path")
 
 
+@functools.partial(jax.jit, static_argnames="fraction")
 def prune_task_vector(theta0, theta_m, fraction: float):
     """θ_0 + τ_m with the smallest-|entry| `fraction` of τ_m = θ_m − θ_0 set to zero."""
     tau = merging.task_vector(theta_m, theta0)

@@ -29,6 +29,10 @@ from shared.results import append_metrics
 from shared.train import preemption
 from shared.train.label_free import PretrainConfig, pretrain
 
+# Merges jitted whole: op by op, every eager operation on every leaf shape compiles on its own.
+_task_arithmetic = jax.jit(merging.task_arithmetic)
+_ties_merge = jax.jit(merging.ties_merge, static_argnames="keep")
+
 
 def load_tasks(cfg) -> list[tasks_lib.Task]:
     d = cfg.data
@@ -147,9 +151,9 @@ def run_pipeline(cfg, workdir: pathlib.Path) -> dict[str, float]:
         vectors = [attack_taus[v] if n == t.name else taus[n] for n in names]
         for method, lam in itertools.product(cfg.merge.methods, cfg.merge.lams):
             if method == "ta":
-                theta_m = merging.task_arithmetic(theta0, vectors, lam)
+                theta_m = _task_arithmetic(theta0, vectors, lam)
             else:
-                theta_m = merging.ties_merge(theta0, vectors, lam, cfg.merge.ties_keep)
+                theta_m = _ties_merge(theta0, vectors, lam, keep=cfg.merge.ties_keep)
             preemption.check(f"merge {v}/{method}/λ={lam}")
             todo = cfg.defense.defenses if v in cfg.defense.defend else ("none",)
             for d_i, d in enumerate(todo):
