@@ -26,7 +26,7 @@ def linear_probe_accuracy(
     cs: Sequence[float] = (0.1, 1.0, 10.0, 100.0),
     val_fraction: float = 0.2,
     seed: int = 0,
-    max_iter: int = 2000,
+    max_iter: int = 1000,
 ) -> float:
     """Multinomial logistic regression (scikit-learn, lbfgs) on x [n, d] -> test accuracy.
 
