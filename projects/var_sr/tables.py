@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from projects.var_sr.config import CONFIGS
+from projects.var_sr.experiment import CONFIGS
 from shared.results import format_cell
 from shared.tables import Claim, Row, Table, md_table
 
