@@ -133,23 +133,25 @@ def train_sr(cfg, tok, variant, seed, hr, lr, up, grid, record, bar) -> dict:
                               t.depth, t.heads, rngs=nnx.Rngs(root))  # fmt: skip
     base = "var_sr" if variant == "standard" else "hit"
 
-    def loss(dpo):
-        return lambda m, b, k: sr_loss(m, b, k, mask, dpo)
+    def ce_loss(m, b, k):
+        return sr_loss(m, b, k, mask, None)
+
+    def dpo_loss(m, b, k, beta, lam):  # beta, lam traced: one compilation for the whole grid
+        return sr_loss(m, b, k, mask, {"beta": beta, "lam": lam, "reference_free": False})
 
     every = max(1, (t.steps + cfg.dpo.steps) // 40)
-    hist = fit(tf, loss(None), seqs, t.steps, t.batch_size, t.lr, jax.random.fold_in(root, 1),
+    hist = fit(tf, ce_loss, seqs, t.steps, t.batch_size, t.lr, jax.random.fold_in(root, 1),
                every)  # fmt: skip
     ref = nnx.clone(tf)
     out = {}
     runs = [(base, None)] + ([] if variant == "standard" else
-                             [(f"hit_dpo_b{b}_l{lam}", {"beta": b, "lam": lam,
-                                                          "reference_free": False})
+                             [(f"hit_dpo_b{b}_l{lam}", {"beta": b, "lam": lam})
                               for b, lam in grid])  # fmt: skip
     refs = reference_log_probs(ref, seqs, mask) if len(runs) > 1 else {}
     for name, dpo in runs:
         model = nnx.clone(ref)
-        more = fit(model, loss(dpo), seqs | refs, cfg.dpo.steps, t.batch_size, t.lr * 0.5,
-                   jax.random.fold_in(root, 2), every)  # fmt: skip
+        more = fit(model, ce_loss if dpo is None else dpo_loss, seqs | refs, cfg.dpo.steps,
+                   t.batch_size, t.lr * 0.5, jax.random.fold_in(root, 2), every, dpo)  # fmt: skip
         for row in hist + [r | {"step": r["step"] + t.steps} for r in more]:
             record("margins", {"system": name, "seed": seed, **row})
         out[name] = model

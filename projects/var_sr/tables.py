@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from projects.var_sr.config import CONFIGS
+from projects.var_sr.experiment import CONFIGS
 from shared.results import format_cell
 from shared.tables import Claim, Row, Table, md_table
 
@@ -94,7 +94,9 @@ _NOTES = (
     f"HR {_CPU.data.hr_size} x {_CPU.data.hr_size} crops, LR = antialiased bicubic x"
     f"{_CPU.data.scale} + noise σ = {_CPU.data.noise}; tokenizer: conv VQ-VAE to 8 x 8 x "
     f"{_CPU.tokenizer.dim}, V = {_CPU.tokenizer.vocab}, scales {_CPU.data.patch_nums}, "
-    f"{_CPU.tokenizer.steps} steps; transformer: {_CPU.transformer.depth} layers, d = "
+    f"{_CPU.tokenizer.steps} steps; HIT: prefix-decode losses, token-overlap cross-entropy "
+    f"weight {_CPU.tokenizer.overlap} (README: it diverged at 1 and 0.1); transformer: "
+    f"{_CPU.transformer.depth} layers, d = "
     f"{_CPU.transformer.dim}, {_CPU.transformer.steps} CE steps, then {_CPU.dpo.steps} steps of "
     "CE alone or CE + DPO. ×2 = the prefix decode of scales ≤ 4 x 4 against the HR crop "
     "area-downsampled by 2; ×4 = the full decode against the HR crop; Y: BT.601 luma with a "

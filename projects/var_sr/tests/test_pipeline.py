@@ -1,23 +1,20 @@
-"""The whole pipeline on the smoke config (called directly: the project is not registered with
-launch/run.py until its cpu run is sized), its records, the tables and figure rendered from
-them, the paper config and its local folder."""
+"""The smoke run through launch/run.py (shared with tests/test_projects.py), its records, the
+tables and figure rendered from them, the paper config and its local folder."""
 
 import json
 
 import pytest
 
-from projects.var_sr import config as experiment
-from projects.var_sr import tables
+from projects.var_sr import experiment, tables
 from projects.var_sr.data import folder_images
-from projects.var_sr.pipeline import run_pipeline
 from shared.data.resolver import MissingDataError
 
 
-def test_smoke_pipeline_records_every_system_and_the_tables_render(tmp_path):
+def test_smoke_run_records_every_system_and_the_tables_render(smoke_run, tmp_path):
+    proc, workdir = smoke_run("var_sr")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cfg = experiment.CONFIGS["smoke"]
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    metrics = run_pipeline(cfg, workdir)
+    metrics = json.loads((workdir / "results.json").read_text())
     assert metrics["hit/x4_psnr"] > 0
     recs = [json.loads(x) for x in (workdir / "systems.jsonl").read_text().splitlines()]
     dpo = {f"hit_dpo_b{b}_l{lam}" for b in cfg.dpo.betas for lam in cfg.dpo.lams}

@@ -22,15 +22,19 @@ def _model():
 
 
 def test_prefixes_decode_to_the_lower_resolutions(images):
-    model = _model()
     x, lr = images
-    tokenize = nnx.jit(lambda m, images: m.tokenize(images))
-    codes = tokenize(model, x)
+
+    @nnx.jit  # one compilation for every decode (each alone costs one)
+    def run(m, x, lr):
+        codes = m.tokenize(x)
+        decodes = [m.decode_prefix(codes[:k], 8, p) for k, p in ((2, 2), (3, 4), (4, 8))]
+        return codes, decodes, m.tokenize(lr)
+
+    codes, decodes, lr_codes = run(_model(), x, lr)
     assert [c.shape for c in codes] == [(4, p, p) for p in (1, 2, 4, 8)]
-    for k, p, out in ((2, 2, 8), (3, 4, 16), (4, 8, 32)):  # x1 (the LR size), x2, x4
-        decode = nnx.jit(lambda m, c, p=p: m.decode_prefix(c, 8, p))
-        assert decode(model, codes[:k]).shape == (4, out, out, 3)
-    lr_codes = tokenize(model, lr)  # the LR image's own tokenization: the first two scales
+    # x1 (the LR size), x2, x4
+    assert [d.shape for d in decodes] == [(4, out, out, 3) for out in (8, 16, 32)]
+    # the LR image's own tokenization: the first two scales
     assert [c.shape for c in lr_codes] == [(4, 1, 1), (4, 2, 2)]
     assert token_overlap(lr_codes, lr_codes) == 1.0
     assert 0 <= token_overlap(codes[:2], lr_codes) <= 1
