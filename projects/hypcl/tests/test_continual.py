@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -46,10 +47,11 @@ def test_identity_adapters_leave_features_where_zero_shot_puts_them(stream):
     f = jnp.asarray(stream.test.f[:5])
     routing = {"keys": jnp.asarray(stream.train.f[:6]), "key_task": jnp.array([0, 0, 1, 1, 2, 2]),
                "temperature": jnp.float32(0.01)}  # fmt: skip
+    jit_adapt = jax.jit(adapt, static_argnames=("ball", "variant", "alpha"))
     for ball in (Ball(1.0), Ball(1.0, euclidean=True)):
-        u = adapt(init_adapters(3, 8), f, 2, ball, "none", 1.0)
+        u = jit_adapt(init_adapters(3, 8), f, 2, ball, "none", 1.0)
         for variant in ("a", "b", "single"):
-            z = adapt(init_adapters(3, 8), f, 2, ball, variant, 1.0, routing)
+            z = jit_adapt(init_adapters(3, 8), f, 2, ball, variant, 1.0, routing)
             np.testing.assert_allclose(z, u, atol=1e-5)
 
 
