@@ -5,6 +5,7 @@ tokenizers.jsonl and margins.jsonl."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 import time
@@ -87,10 +88,7 @@ def run_pipeline(cfg, workdir: pathlib.Path) -> dict[str, float]:
             tok = Tokenizer(cfg.data.patch_nums, tc.vocab, tc.dim, tc.width,
                             rngs=nnx.Rngs(jax.random.fold_in(root, 1)))  # fmt: skip
 
-            def tok_loss(model, batch, key, variant=variant):
-                return tokenizer_loss(model, batch["hr"], batch["lr"], variant,
-                                      overlap=cfg.tokenizer.overlap)  # fmt: skip
-
+            tok_loss = _tokenizer_loss(variant, cfg.tokenizer.overlap)
             fit(tok, tok_loss, {"hr": hr, "lr": lr}, cfg.tokenizer.steps, cfg.tokenizer.batch_size,
                 cfg.tokenizer.lr, jax.random.fold_in(root, 2))  # fmt: skip
             record("tokenizers", tokenizer_record(tok, variant, seed, test_hr, test_lr)
@@ -110,16 +108,24 @@ def run_pipeline(cfg, workdir: pathlib.Path) -> dict[str, float]:
 
 def tokenizer_record(tok: Tokenizer, variant: str, seed: int, test_hr, test_lr) -> dict:
     """Prefix-decode PSNR at every scale and the token-overlap rate on the test crops."""
-    side = tok.patch_nums[-1]
-    codes = nnx.jit(lambda t, x: t.tokenize(x))(tok, jnp.asarray(test_hr))
-    lr_codes = nnx.jit(lambda t, x: t.tokenize(x))(tok, jnp.asarray(test_lr))
-    prefix = {}
-    for k, p in enumerate(tok.patch_nums):
-        img = nnx.jit(lambda t, c, p=p: t.decode_prefix(c, side, p))(tok, codes[: k + 1])
-        prefix[str(p)] = float(jnp.mean(psnr(img, _area(test_hr, 4 * p))))
+    codes, lr_codes = _tokenize(tok, jnp.asarray(test_hr)), _tokenize(tok, jnp.asarray(test_lr))
+    images = _prefix_decodes(tok, codes)
+    prefix = {str(p): float(jnp.mean(psnr(img, _area(test_hr, 4 * p))))
+              for p, img in zip(tok.patch_nums, images)}  # fmt: skip
     k1 = lr_scales(tok, test_lr.shape[1])
     return {"tokenizer": variant, "seed": seed, "prefix_psnr": prefix,
             "overlap": token_overlap(codes[:k1], lr_codes)}  # fmt: skip
+
+
+# Module-level: both tokenizers (one structure) share each compilation.
+_tokenize = nnx.jit(lambda tok, x: tok.tokenize(x))
+
+
+@nnx.jit
+def _prefix_decodes(tok: Tokenizer, codes) -> list:
+    """The decode of every prefix of scales, each at its own resolution (one program)."""
+    side = tok.patch_nums[-1]
+    return [tok.decode_prefix(codes[: k + 1], side, p) for k, p in enumerate(tok.patch_nums)]
 
 
 def train_sr(cfg, tok, variant, seed, hr, lr, up, grid, record, bar) -> dict:
@@ -127,17 +133,11 @@ def train_sr(cfg, tok, variant, seed, hr, lr, up, grid, record, bar) -> dict:
     root = jax.random.fold_in(jax.random.key(seed), 3)
     seqs = sequences(tok, jnp.asarray(hr), jnp.asarray(lr), jnp.asarray(up))
     k1 = lr_scales(tok, lr.shape[1])
-    mask = predicted_mask(tok.patch_nums, k1)
+    ce_loss, dpo_loss = _sr_losses(tuple(tok.patch_nums), k1)
     t = cfg.transformer
     tf = NextScaleTransformer(tok.patch_nums, cfg.tokenizer.vocab, cfg.tokenizer.dim, t.dim,
                               t.depth, t.heads, rngs=nnx.Rngs(root))  # fmt: skip
     base = "var_sr" if variant == "standard" else "hit"
-
-    def ce_loss(m, b, k):
-        return sr_loss(m, b, k, mask, None)
-
-    def dpo_loss(m, b, k, beta, lam):  # beta, lam traced: one compilation for the whole grid
-        return sr_loss(m, b, k, mask, {"beta": beta, "lam": lam, "reference_free": False})
 
     every = max(1, (t.steps + cfg.dpo.steps) // 40)
     hist = fit(tf, ce_loss, seqs, t.steps, t.batch_size, t.lr, jax.random.fold_in(root, 1),
@@ -147,13 +147,39 @@ def train_sr(cfg, tok, variant, seed, hr, lr, up, grid, record, bar) -> dict:
     runs = [(base, None)] + ([] if variant == "standard" else
                              [(f"hit_dpo_b{b}_l{lam}", {"beta": b, "lam": lam})
                               for b, lam in grid])  # fmt: skip
-    refs = reference_log_probs(ref, seqs, mask) if len(runs) > 1 else {}
+    refs = {}
+    if len(runs) > 1:
+        refs = reference_log_probs(ref, seqs, predicted_mask(tok.patch_nums, k1))
     for name, dpo in runs:
         model = nnx.clone(ref)
-        more = fit(model, ce_loss if dpo is None else dpo_loss, seqs | refs, cfg.dpo.steps,
-                   t.batch_size, t.lr * 0.5, jax.random.fold_in(root, 2), every, dpo)  # fmt: skip
+        loss, data = (ce_loss, seqs) if dpo is None else (dpo_loss, seqs | refs)
+        more = fit(model, loss, data, cfg.dpo.steps, t.batch_size, t.lr * 0.5,
+                   jax.random.fold_in(root, 2), every, dpo)  # fmt: skip
         for row in hist + [r | {"step": r["step"] + t.steps} for r in more]:
             record("margins", {"system": name, "seed": seed, **row})
         out[name] = model
         bar.update()
     return out
+
+
+# Loss functions made once per setting, so that fit's compiled step (cached by loss) serves
+# every seed and both tokenizers.
+@functools.cache
+def _tokenizer_loss(variant: str, overlap: float):
+    def loss(model, batch, key):
+        return tokenizer_loss(model, batch["hr"], batch["lr"], variant, overlap=overlap)
+
+    return loss
+
+
+@functools.cache
+def _sr_losses(patch_nums: tuple[int, ...], k1: int):
+    mask = predicted_mask(patch_nums, k1)
+
+    def ce_loss(m, b, k):
+        return sr_loss(m, b, k, mask, None)
+
+    def dpo_loss(m, b, k, beta, lam):  # beta, lam traced: one compilation for the whole grid
+        return sr_loss(m, b, k, mask, {"beta": beta, "lam": lam, "reference_free": False})
+
+    return ce_loss, dpo_loss

@@ -10,6 +10,8 @@ bicubic-upsampled LR image (> k_1)]. Inputs are teacher-forced from each sequenc
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,23 +33,26 @@ def lr_scales(tokenizer: Tokenizer, lr_side: int) -> int:
 
 def sequences(tokenizer: Tokenizer, hr, lr, up_lr, chunk: int = 256) -> dict:
     """Token ids and teacher-forcing inputs of y_w and y_l for every image (arrays [n, ...])."""
-    side = tokenizer.patch_nums[-1]
     k1 = lr_scales(tokenizer, lr.shape[1])
-
-    @nnx.jit
-    def one(tok, hr, lr, up):
-        pre = tok.tokenize(lr)[:k1]
-        out = {}
-        for name, img in (("w", hr), ("l", up)):
-            codes = pre + tok.tokenize(img)[k1:]
-            out[f"codes_{name}"] = flatten_codes(codes)
-            for k, x in enumerate(tok.rq.teacher_inputs(codes, side), start=1):
-                out[f"in_{name}{k}"] = x
-        return out
-
-    parts = [one(tokenizer, hr[i : i + chunk], lr[i : i + chunk], up_lr[i : i + chunk])
-             for i in range(0, len(hr), chunk)]  # fmt: skip
+    parts = [
+        _sequence_chunk(tokenizer, hr[i : i + chunk], lr[i : i + chunk], up_lr[i : i + chunk], k1)
+        for i in range(0, len(hr), chunk)
+    ]
     return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
+# Module-level jitted programs: tokenizers (or transformers) of one structure share a compilation.
+@functools.partial(nnx.jit, static_argnames="k1")
+def _sequence_chunk(tok, hr, lr, up, k1):
+    side = tok.patch_nums[-1]
+    pre = tok.tokenize(lr)[:k1]
+    out = {}
+    for name, img in (("w", hr), ("l", up)):
+        codes = pre + tok.tokenize(img)[k1:]
+        out[f"codes_{name}"] = flatten_codes(codes)
+        for k, x in enumerate(tok.rq.teacher_inputs(codes, side), start=1):
+            out[f"in_{name}{k}"] = x
+    return out
 
 
 def predicted_mask(patch_nums, k1: int) -> np.ndarray:
@@ -78,37 +83,37 @@ def sr_loss(tf: NextScaleTransformer, batch: dict, key, mask, dpo: dict | None):
 
 def reference_log_probs(tf: NextScaleTransformer, seqs: dict, mask, chunk: int = 256) -> dict:
     """log pi_ref(y_w), log pi_ref(y_l) of every sequence under the (frozen) model `tf`."""
-    n_in = len(tf.patch_nums) - 1
-
-    @nnx.jit
-    def one(tf, part):
-        m = jnp.asarray(mask)[None]
-        out = {}
-        for name in ("w", "l"):
-            logits = tf([part[f"in_{name}{k}"] for k in range(1, n_in + 1)])
-            out[f"ref_{name}"] = sequence_log_prob(logits, part[f"codes_{name}"], m)
-        return out
-
     n = len(seqs["codes_w"])
-    parts = [one(tf, {k: v[i : i + chunk] for k, v in seqs.items()}) for i in range(0, n, chunk)]
+    parts = [_reference_chunk(tf, {k: v[i : i + chunk] for k, v in seqs.items()}, mask)
+             for i in range(0, n, chunk)]  # fmt: skip
     return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
+@nnx.jit
+def _reference_chunk(tf, part, mask):
+    n_in = len(tf.patch_nums) - 1
+    out = {}
+    for name in ("w", "l"):
+        logits = tf([part[f"in_{name}{k}"] for k in range(1, n_in + 1)])
+        out[f"ref_{name}"] = sequence_log_prob(logits, part[f"codes_{name}"], mask[None])
+    return out
 
 
 def super_resolve(tokenizer: Tokenizer, tf: NextScaleTransformer, lr) -> dict:
     """LR [n, s, s, 3] -> {"x2": [n, 2s, 2s, 3], "x4": [n, 4s, 4s, 3]} in one generation: the
     LR tokens as prefix, the rest generated greedily; x2 = the prefix decode at 2x the LR side."""
-    side = tokenizer.patch_nums[-1]
     k1 = lr_scales(tokenizer, lr.shape[1])
-    p2 = 2 * lr.shape[1] // 4
+    out = _super_resolve(tokenizer, tf, jnp.asarray(lr), k1, 2 * lr.shape[1] // 4)
+    return {k: np.asarray(v) for k, v in out.items()}
 
-    @nnx.jit
-    def run(tok, tf, lr):
-        codes = generate(tf, tok.rq, tok.tokenize(lr)[:k1], side)
-        k2 = tok.patch_nums.index(p2) + 1
-        return {"x2": tok.decode_prefix(codes[:k2], side, p2),
-                "x4": tok.decode_prefix(codes, side, side)}  # fmt: skip
 
-    return {k: np.asarray(v) for k, v in run(tokenizer, tf, jnp.asarray(lr)).items()}
+@functools.partial(nnx.jit, static_argnames=("k1", "p2"))
+def _super_resolve(tok, tf, lr, k1, p2):
+    side = tok.patch_nums[-1]
+    codes = generate(tf, tok.rq, tok.tokenize(lr)[:k1], side)
+    k2 = tok.patch_nums.index(p2) + 1
+    return {"x2": tok.decode_prefix(codes[:k2], side, p2),
+            "x4": tok.decode_prefix(codes, side, side)}  # fmt: skip
 
 
 def bicubic_up(lr, factor: int) -> np.ndarray:

@@ -8,6 +8,7 @@ only in its constants misses the persistent compilation cache on every seed and 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -36,7 +37,23 @@ def fit(
     arrays = {k: jnp.asarray(v) for k, v in data.items()}
     hyper = {k: jnp.float32(v) for k, v in (hyper or {}).items()}
     n = len(next(iter(arrays.values())))
-    b = min(batch_size, n)
+    step = _step(graphdef, loss_fn, n, min(batch_size, n))
+    history = []
+    for i in range(steps):
+        params, opt, aux = step(params, opt, rest, arrays, hyper, key, jnp.float32(lr), i)
+        if log_every and ((i + 1) % log_every == 0 or i + 1 == steps):
+            row = {k: float(v) for k, v in aux.items()}
+            if not np.isfinite(row["loss"]):
+                raise FloatingPointError(f"loss {row['loss']} at step {i + 1}: lower lr ({lr})")
+            history.append({"step": i + 1, **row})
+    nnx.update(model, params)
+    return history
+
+
+@functools.cache
+def _step(graphdef, loss_fn: Callable, n: int, b: int):
+    """One jitted step per (model structure, loss, data size, batch): a CE run and its
+    continuation, or two models of one structure, share its compilation."""
 
     @jax.jit
     def step(params, opt, rest, arrays, hyper, key, lr, i):
@@ -52,13 +69,4 @@ def fit(
         up, opt = tx.update(g, opt, params)
         return optax.apply_updates(params, up), opt, {"loss": loss, **aux}
 
-    history = []
-    for i in range(steps):
-        params, opt, aux = step(params, opt, rest, arrays, hyper, key, jnp.float32(lr), i)
-        if log_every and ((i + 1) % log_every == 0 or i + 1 == steps):
-            row = {k: float(v) for k, v in aux.items()}
-            if not np.isfinite(row["loss"]):
-                raise FloatingPointError(f"loss {row['loss']} at step {i + 1}: lower lr ({lr})")
-            history.append({"step": i + 1, **row})
-    nnx.update(model, params)
-    return history
+    return step
