@@ -2,20 +2,16 @@
 shrunk, on the 8 CPU devices of the root conftest with the paper's sharding, reading tiny files
 in the paper's data layout through the real loaders, through `shared.executor.execute`.
 
-In-process, so the projects share one jax import and the compilation cache."""
+Each in its own process (sharing the persistent compilation cache), compiled cheaply like the
+smoke runs (root conftest)."""
+
+import subprocess
+import sys
 
 import jax
 import pytest
 
 from shared import executor, rehearsal
-
-
-@pytest.fixture(autouse=True)
-def _jax_config_restored():
-    """A run may set process-wide jax options (scale_continuous_gnn: matmul precision)."""
-    precision = jax.config.jax_default_matmul_precision
-    yield
-    jax.config.update("jax_default_matmul_precision", precision)
 
 
 def test_every_project_declares_a_rehearsal():
@@ -26,10 +22,16 @@ def test_every_project_declares_a_rehearsal():
 
 
 @pytest.mark.parametrize("project", executor.all_projects())
-def test_paper_config_rehearsal(project, tmp_path):
-    report = rehearsal.rehearse(project, tmp_path)
-    print(report.summary())
-    assert not report.problems, report.summary()
+def test_paper_config_rehearsal(project, tmp_path, fast_compile_env):
+    """Through launch/rehearse.py in a subprocess: the cheap compilation of the root conftest's
+    end-to-end runs, and no jax option a run sets (a matmul precision) leaks into other tests."""
+    cmd = [sys.executable, "launch/rehearse.py", f"projects/{project}", "--workdir", str(tmp_path)]
+    proc = subprocess.run(
+        cmd, cwd=executor.ROOT, env=fast_compile_env, capture_output=True, text=True, timeout=900
+    )
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "passed in" in proc.stdout
 
 
 def test_a_checkpoint_on_another_mesh_is_reported(tmp_path):
