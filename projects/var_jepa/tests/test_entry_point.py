@@ -51,9 +51,9 @@ def wait_for(path: pathlib.Path, proc, timeout=300):
 
 
 @pytest.fixture(scope="module")
-def unbroken(tmp_path_factory):
+def unbroken(tmp_path_factory, fast_compile_env):
     workdir = tmp_path_factory.mktemp("unbroken")
-    code, out = finish(launch(*LONG, workdir=workdir))
+    code, out = finish(launch(*LONG, workdir=workdir, env=fast_compile_env))
     assert code == 0, out
     return json.loads((workdir / "results.json").read_text())
 
@@ -83,13 +83,13 @@ def test_smoke_run_writes_the_run_directory(smoke_run):
     assert {"git_revision", "libraries", "devices"} <= set(run_info)
 
 
-def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path, unbroken):
-    proc = launch(*LONG, workdir=tmp_path)
+def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path, unbroken, fast_compile_env):
+    proc = launch(*LONG, workdir=tmp_path, env=fast_compile_env)
     wait_for(tmp_path / "checkpoints" / "var_tjepa" / "20" / "commit_success.txt", proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (tmp_path / "results.json").exists()
-    code, out = finish(launch(*LONG, workdir=tmp_path))
+    code, out = finish(launch(*LONG, workdir=tmp_path, env=fast_compile_env))
     assert code == 0, out
     resumed = json.loads((tmp_path / "results.json").read_text())
     assert resumed.keys() == unbroken.keys()
@@ -97,7 +97,7 @@ def test_sigkill_then_resume_matches_an_unbroken_run(tmp_path, unbroken):
         assert resumed[k] == pytest.approx(unbroken[k], rel=1e-6, abs=1e-7), k
 
 
-def test_sigterm_checkpoints_and_exits_zero(tmp_path):
+def test_sigterm_checkpoints_and_exits_zero(tmp_path, fast_compile_env):
     proc = launch(
         "--set",
         "pretrain.steps=100000",
@@ -106,6 +106,7 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
         "--set",
         "pretrain.checkpoint_every=5",
         workdir=tmp_path,
+        env=fast_compile_env,
     )
     wait_for(tmp_path / "checkpoints" / "tjepa" / "5" / "commit_success.txt", proc)
     proc.send_signal(signal.SIGTERM)
@@ -118,9 +119,8 @@ def test_sigterm_checkpoints_and_exits_zero(tmp_path):
     assert max(steps) > 5
 
 
-def test_nan_loss_stops_with_the_step(tmp_path):
-    code, out = finish(
-        launch("--set", "pretrain.lr=1e30", "--set", "methods=('tjepa',)", workdir=tmp_path)
-    )
+def test_nan_loss_stops_with_the_step(tmp_path, fast_compile_env):
+    nan = ("--set", "pretrain.lr=1e30", "--set", "methods=('tjepa',)")
+    code, out = finish(launch(*nan, workdir=tmp_path, env=fast_compile_env))
     assert code == 1
     assert "error: tjepa: loss is nan at step" in out and "Traceback" not in out
