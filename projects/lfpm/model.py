@@ -133,7 +133,8 @@ def check_finite(loss: jax.Array, what: str, lr: float) -> float:
 
 
 class Evaluator:
-    """Accuracy of (encoder params, head) on fixed-size chunks (one compilation per size)."""
+    """Accuracy of (encoder params, head) on fixed-size chunks (one compilation per size); a
+    split smaller than a chunk is one chunk of its own size (padding it would waste compute)."""
 
     def __init__(self, encoder: Encoder, chunk: int = 500):
         self.chunk = chunk
@@ -145,7 +146,8 @@ class Evaluator:
         self._predict = predict
 
     def predict(self, params: PyTree, head: dict, x: np.ndarray) -> np.ndarray:
-        n, c = len(x), self.chunk
+        n = len(x)
+        c = min(self.chunk, max(n, 1))
         pad = (-n) % c
         xp = np.concatenate([x, np.zeros((pad, *x.shape[1:]), x.dtype)]) if pad else x
         out = [np.asarray(self._predict(params, head, xp[i:i + c])) for i in range(0, len(xp), c)]

@@ -10,7 +10,7 @@ import optax
 import pytest
 
 from projects.lfpm import ctl, defenses, lfpm, tasks
-from projects.lfpm.model import Delta, attack_success_rate, init_head
+from projects.lfpm.model import Delta, attack_success_rate
 
 
 class _MLPEncoder:
@@ -27,31 +27,36 @@ class _MLPEncoder:
 
 @pytest.fixture(scope="module")
 def setup():
-    encoder = _MLPEncoder()
-    k1, k2 = jax.random.split(jax.random.key(0))
-    theta_m = {"l1": {"kernel": jax.random.normal(k1, (16, 6)) / 4, "bias": jnp.zeros(6)},
-               "l2": {"kernel": jax.random.normal(k2, (6, 5)) / 2}}  # fmt: skip
-    rng = np.random.default_rng(0)
+    # NumPy draws: jax.random.normal compiles anew for every shape (~0.4 s each here)
+    encoder, rng = _MLPEncoder(), np.random.default_rng(0)
+    theta_m = {"l1": {"kernel": _normal(rng, (16, 6)) / 4, "bias": jnp.zeros(6)},
+               "l2": {"kernel": _normal(rng, (6, 5)) / 2}}  # fmt: skip
     xs = tuple(jnp.asarray(rng.uniform(size=(6, 4, 4, 1)), jnp.float32) for _ in range(3))
     ys = (jnp.arange(6) % 4, jnp.arange(6) % 3, jnp.arange(6) % 2)
-    heads = tuple(init_head(jax.random.key(i), 5, k) for i, k in enumerate((4, 3, 2)))
-    data = {"anchor": theta_m, "heads": heads, "x": xs, "y": ys, "attacked": 1}
-    batch = lfpm.make_batch(data, jax.random.key(3), 4, 2, encoder.features)
+    heads = tuple({"w": _normal(rng, (5, k)) / np.sqrt(5), "b": jnp.zeros(k)} for k in (4, 3, 2))
+    data = {"anchor": theta_m, "heads": heads, "x": xs, "y": ys}
+    # jitted: op by op, each eager operation compiles on its own
+    make = jax.jit(lambda d, k: lfpm.make_batch({**d, "attacked": 1}, k, 4, 2, encoder.features))
+    batch = {**make(data, jax.random.key(3)), "attacked": 1}
     return encoder, theta_m, batch
 
 
-def _random_delta(delta: Delta, key):
+def _normal(rng: np.random.Generator, shape) -> jax.Array:
+    return jnp.asarray(rng.normal(size=shape), jnp.float32)
+
+
+def _random_delta(delta: Delta, seed: int):
     """A nonzero τ_a of the parametrization (LoRA B drawn too), so that s matters."""
-    params = delta.init(key)
-    return jax.tree.map(lambda x: 0.05 * jax.random.normal(jax.random.fold_in(key, x.size),
-                                                           x.shape), params)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    shapes = jax.eval_shape(delta.init, jax.random.key(0))
+    return jax.tree.map(lambda x: 0.05 * _normal(rng, x.shape), shapes)
 
 
 @pytest.mark.parametrize("kind", ["full", "lora"])
 def test_one_path_point_is_the_single_point_loss(setup, kind):
     encoder, theta_m, batch = setup
     delta = Delta(kind, theta_m, rank=2)
-    params = _random_delta(delta, jax.random.key(1))
+    params = _random_delta(delta, 1)
     one = jax.jit(lambda p: lfpm.path_loss(encoder.features, delta.dense, p, batch, 1, 0.7))
     single = jax.jit(lambda p, s: lfpm.point_loss(encoder.features, delta.dense, p, batch, s, 0.7))
     one, single = one(params), single(params, jnp.float32(1.0))
@@ -64,7 +69,7 @@ def test_one_path_point_is_the_single_point_loss(setup, kind):
 def test_accumulated_gradient_is_the_gradient_of_the_averaged_loss(setup, kind):
     encoder, theta_m, batch = setup
     delta = Delta(kind, theta_m, rank=2)
-    params = _random_delta(delta, jax.random.key(2))
+    params = _random_delta(delta, 2)
     loss, grads = jax.jit(
         lambda p: lfpm.accumulated_grad(encoder.features, delta.dense, p, batch, 3, 0.7)
     )(params)
@@ -81,9 +86,11 @@ def test_point_loss_at_s_zero_is_clean_ce_plus_backdoor_ce_of_the_merged_model(s
     """At s = 0 the feature anchor vanishes: what is left is CE on D_c and on x̃ (true labels)."""
     encoder, theta_m, batch = setup
     delta = Delta("full", theta_m)
-    params = _random_delta(delta, jax.random.key(4))
-    got = lfpm.point_loss(encoder.features, delta.dense, params, batch, jnp.float32(0.0), 2.0)
+    params = _random_delta(delta, 4)
+    point = jax.jit(lambda p: lfpm.point_loss(encoder.features, delta.dense, p, batch, 0.0, 2.0))
+    got = point(params)
 
+    @jax.jit
     def ce(h, x, y):
         lg = encoder.features(theta_m, x) @ h["w"] + h["b"]
         return optax.softmax_cross_entropy_with_integer_labels(lg, y).mean()
