@@ -10,6 +10,10 @@ fingerprint, each attempt's command line, times, resume points and exit status),
 and results.json; prints the results. A --workdir that already holds checkpoints of the same
 project and config resumes (another config is refused: --force-new starts over there).
 
+Multi-host on one machine: `--processes N [--local-devices K]` runs N JAX processes of K CPU
+devices each, joined like the hosts of a pod (shared/local_processes.py): the same code path as
+launch/tpu_pod.sh and launch/slurm_gpu.sbatch.
+
 SIGTERM (preemption) anywhere in the run stops it at the next safe point, saving a checkpoint
 where a training loop runs, and exits 0; rerun with the same --workdir to resume. Known errors
 (bad config, missing data, a diverged run, an unusable workdir or checkpoint) print one line,
@@ -158,6 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--show-config", action="store_true", help="print the resolved config and exit"
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="run as N JAX processes on this machine, joined like the hosts of a pod",
+    )
+    parser.add_argument(
+        "--local-devices",
+        type=int,
+        default=1,
+        help="with --processes: CPU devices per process (default 1)",
+    )
     parser.add_argument("--list", action="store_true", help="list projects and their configs")
     parser.add_argument("--debug", action="store_true", help="tracebacks for known errors too")
     parser.error = _one_line_usage_error
@@ -182,6 +198,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: li
         parser.error("give a project, e.g. projects/var_jepa (or --list)")
 
     from shared import distributed, results
+
+    distributed.initialize()  # first: before anything (a project's import) touches a device
     from shared.config import apply_overrides
     from shared.train import Preempted, preemption
 
@@ -193,14 +211,24 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: li
         print(f"# projects/{project} --config {args.config}")
         print("\n".join(show_config(cfg)))
         return 0
+    if args.processes < 1 or args.local_devices < 1:
+        raise UsageError("--processes and --local-devices must be at least 1")
+    if args.local_devices > 1 and args.processes == 1:
+        raise UsageError("--local-devices goes with --processes N (N >= 2)")
     if args.workdir:
         workdir = args.workdir.absolute()
         prepare_workdir(workdir, args.force_new)
     else:
         workdir = results.new_run_dir(executor.ROOT / "runs", project, args.config)
+    if args.processes > 1:  # this process only launches; each child runs the command below
+        from shared import local_processes
+
+        child = [sys.executable, str(pathlib.Path(__file__).resolve()), f"projects/{project}"]
+        child += ["--config", args.config, "--workdir", str(workdir)]
+        child += [x for o in overrides for x in ("--set", o)] + ["--debug"] * args.debug
+        return local_processes.run(child, args.processes, args.local_devices, workdir)
     preemption.install()
     quiet_library_logs()
-    distributed.initialize()
     executor.enable_compile_cache()
     print(f"project {project}, config {args.config}, run directory {workdir}", flush=True)
     try:

@@ -2,7 +2,8 @@
 
 On a TPU pod or GPU cluster every process calls `initialize()` first (TPU pods and SLURM fill in
 the coordinator and process ids themselves), then builds the same global mesh; each process feeds
-its own slice of the global batch (`host_batch_slice`).
+its own slice of the global batch (`host_batch_slice`). `launch/run.py --processes N` runs the
+same path on one machine: N CPU processes joined through a coordinator on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -19,18 +20,38 @@ from jax.sharding import PartitionSpec as P
 
 
 def initialize() -> None:
-    """`jax.distributed.initialize()` when launched multi-process; a no-op on one process.
+    """`jax.distributed.initialize` when launched multi-process; a no-op on one process.
 
-    Multi-process is detected from the variables the launchers set (SLURM, TPU pods, or an
-    explicit JAX_COORDINATOR_ADDRESS).
+    Multi-process is detected from the variables the launchers set:
+    - the local launcher (`launch/run.py --processes N`): JAX_COORDINATOR_ADDRESS (127.0.0.1:port),
+      JAX_NUM_PROCESSES and JAX_PROCESS_ID, which JAX itself does not read; CPU processes then
+      exchange collectives through gloo;
+    - SLURM (SLURM_NTASKS > 1) and TPU pods (TPU_WORKER_HOSTNAMES, or JAX_COORDINATOR_ADDRESS=auto
+      as launch/tpu_pod.sh sets): JAX finds the coordinator and process ids itself.
     """
-    multi = (
-        os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if jax.distributed.is_initialized():
+        return
+    address = os.environ.get("JAX_COORDINATOR_ADDRESS", "")
+    if address == "auto":  # a marker for "multi-process", not an address JAX could dial
+        del os.environ["JAX_COORDINATOR_ADDRESS"]
+    count = int(os.environ.get("JAX_NUM_PROCESSES", "1"))
+    if count > 1:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(
+            address, num_processes=count, process_id=int(os.environ["JAX_PROCESS_ID"])
+        )
+    elif (
+        address
         or int(os.environ.get("SLURM_NTASKS", "1")) > 1
         or os.environ.get("TPU_WORKER_HOSTNAMES", "").count(",") > 0
-    )
-    if multi and not jax.distributed.is_initialized():
+    ):
         jax.distributed.initialize()
+
+
+def is_primary() -> bool:
+    """True on process 0, the one process that writes results, tables and logs (all processes
+    take part in checkpoints, which orbax writes collectively)."""
+    return jax.process_index() == 0
 
 
 def data_mesh(num_devices: int | None = None, axis: str = "data") -> Mesh:
@@ -103,19 +124,38 @@ def host_batch_slice(global_batch: int) -> slice:
 
 
 def global_batch(local: dict, mesh: Mesh, axis: str = "data") -> dict:
-    """This process's rows of a global batch -> global arrays sharded over `axis`.
+    """This process's rows of a global batch (`host_batch_slice`) -> global arrays sharded over
+    `axis`. With one process the local rows are the whole batch.
 
-    Every process draws the same global batch (same seed); each keeps `host_batch_slice` of it."""
+    Each device's block is cut from the host rows in NumPy and copied to it: no program is
+    compiled per device and array (`make_array_from_process_local_data` compiled a slice for
+    each: 80 of them in var_jepa's smoke run on 8 devices)."""
     sharding = batch_sharded(mesh, axis)
-    rows = host_batch_slice(len(next(iter(local.values()))))
-    return {
-        k: jax.make_array_from_process_local_data(sharding, np.asarray(v)[rows])
-        for k, v in local.items()
-    }
+
+    def place(v):
+        v = np.asarray(v)
+        shape = (len(v) * jax.process_count(), *v.shape[1:])
+        start = host_batch_slice(shape[0]).start
+
+        def block(index: tuple[slice, ...]) -> np.ndarray:
+            rows = index[0]
+            lo, hi = (rows.start or 0) - start, (rows.stop or shape[0]) - start
+            if lo < 0 or hi > len(v):
+                raise ValueError(
+                    f"mesh axis {axis!r} gives this process rows {rows.start}:{rows.stop} of the "
+                    f"global batch, outside its own {start}:{start + len(v)}; order the mesh's "
+                    "devices by process (jax.devices() does)"
+                )
+            return v[(slice(lo, hi), *index[1:])]
+
+        return jax.make_array_from_callback(shape, sharding, block)
+
+    return {k: place(v) for k, v in local.items()}
 
 
 def data_parallel(state, step_fn, mesh: Mesh, axis: str = "data"):
     """Replicates `state` over `mesh` and wraps `step_fn(state, batch, step)` so that each batch
+    (this process's rows of it, see `shared.data.pipeline.batch_iterator(process_rows=True)`)
     is sharded over `axis`; jit then runs the step SPMD (gradients all-reduced by XLA)."""
     state = jax.device_put(state, replicated(mesh))
 

@@ -9,6 +9,7 @@ import math
 import os
 import pathlib
 import platform
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,7 +45,8 @@ def device_summary() -> str:
 
     devs = jax.devices()
     kinds = sorted({d.device_kind for d in devs})
-    return f"{len(devs)}x {'/'.join(kinds)} ({jax.default_backend()})"
+    where = f", {jax.process_count()} processes" if jax.process_count() > 1 else ""
+    return f"{len(devs)}x {'/'.join(kinds)} ({jax.default_backend()}{where})"
 
 
 def new_run_dir(root: pathlib.Path, project: str, config_name: str) -> pathlib.Path:
@@ -54,8 +56,20 @@ def new_run_dir(root: pathlib.Path, project: str, config_name: str) -> pathlib.P
     return path
 
 
+def is_writer() -> bool:
+    """Whether this process writes run files: always, but in a multi-process JAX run only
+    process 0 (every process runs the same code; one copy of each file)."""
+    if "jax" not in sys.modules:  # no JAX run in this process (a table or figure script)
+        return True
+    from shared.distributed import is_primary
+
+    return is_primary()
+
+
 def write_run_info(workdir: pathlib.Path, config_json: str, **extra: Any) -> None:
     """config.json plus run.json (revision, library versions, devices, start time, `extra`)."""
+    if not is_writer():
+        return
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.json").write_text(config_json + "\n")
     info = {
@@ -70,7 +84,7 @@ def write_run_info(workdir: pathlib.Path, config_json: str, **extra: Any) -> Non
 
 
 def update_run_info(workdir: pathlib.Path, **fields: Any) -> dict:
-    """Adds `fields` to run.json; returns the whole record."""
+    """Adds `fields` to run.json (process 0 of a multi-process run); returns the record."""
     path = workdir / "run.json"
     info = json.loads(path.read_text()) if path.exists() else {}
     info.update(fields)
@@ -79,6 +93,9 @@ def update_run_info(workdir: pathlib.Path, **fields: Any) -> dict:
 
 
 def write_json(path: pathlib.Path, data: Any) -> None:
+    """`data` as indented JSON (by process 0 only in a multi-process run)."""
+    if not is_writer():
+        return
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -86,7 +103,9 @@ def append_metrics(workdir: pathlib.Path, record: Mapping[str, Any]) -> None:
     """Adds a summary row to metrics.jsonl. A row is identified by its string fields (e.g.
     `{"phase": "tjepa"}`): a resumed run that redoes a unit of work replaces that unit's earlier
     row instead of adding a second one. A row with a "step" is appended as it is (readers of
-    per-step rows keep the last row of a step)."""
+    per-step rows keep the last row of a step). Process 0 only in a multi-process run."""
+    if not is_writer():
+        return
     path = workdir / "metrics.jsonl"
     ident = _identity(record)
     if ident is not None and path.exists():

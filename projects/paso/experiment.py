@@ -26,7 +26,7 @@ from projects.paso.diffusion import DiffusionConfig, diffusion_problem
 from projects.paso.optimizers import OPTIMIZERS, OptimizerName, make_optimizer
 from projects.paso.paso import PasoConfig, paso, sequential
 from shared.config import Fraction, NonNegativeFloat, NonNegativeInt, PositiveInt
-from shared.results import append_metrics
+from shared.results import append_metrics, is_writer
 from shared.train import preemption
 
 ProblemName = Literal["ackley", "mnist_mlp", "llama", "diffusion"]
@@ -219,5 +219,6 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
              "compile_seconds": pcomp, "final_tol": float(res.tol), **out},
         )  # fmt: skip
     bar.close()
-    np.savez(workdir / "anchors.npz", T=T, **anchors)
+    if is_writer():
+        np.savez(workdir / "anchors.npz", T=T, **anchors)
     return metrics

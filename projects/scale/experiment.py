@@ -28,6 +28,7 @@ from projects.scale import data as scale_data
 from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from shared.models.llama import SIZES, Llama, LlamaConfig, count_params
 from shared.optim import NAMES, OptimizerOptions, make_optimizer, optimizer_memory
+from shared.results import is_writer
 from shared.train import NonFiniteLossError
 from shared.train.lm import LMTrainConfig, evaluate_lm, train_lm
 
@@ -289,7 +290,8 @@ def choose_lr(cfg: Config, data, name: str, cache_dir: pathlib.Path) -> tuple[fl
         except NonFiniteLossError:  # this learning rate diverged: it loses the sweep
             loss = math.inf
         loss = loss if math.isfinite(loss) else math.inf
-        path.write_text(json.dumps({"lr": lr, "val_loss": loss}))
+        if is_writer():
+            path.write_text(json.dumps({"lr": lr, "val_loss": loss}))
         return loss
 
     for lr in grid:
@@ -330,16 +332,10 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
     mem = abstract_memory(dataclasses.replace(cfg, lr=lr), data.vocab_size)
     adam = abstract_memory(dataclasses.replace(cfg, lr=lr), data.vocab_size, "adamw")
     tokens = cfg.steps * cfg.batch_size * cfg.seq_len
-    (workdir / "curve.json").write_text(
-        json.dumps(
-            {
-                "tokens_per_step": cfg.batch_size * cfg.seq_len,
-                **history,
-                "sweep": sweep,
-                "sweep_steps": cfg.sweep_steps,
-            }
-        )
-    )
+    curve = {"tokens_per_step": cfg.batch_size * cfg.seq_len, **history, "sweep": sweep,
+             "sweep_steps": cfg.sweep_steps}  # fmt: skip
+    if is_writer():
+        (workdir / "curve.json").write_text(json.dumps(curve))
     out = {
         "val_loss": final,
         "val_ppl": math.exp(final),

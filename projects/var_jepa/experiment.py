@@ -25,7 +25,7 @@ from projects.var_jepa.tjepa_model import ModelConfig
 from projects.var_jepa.var_model import VarConfig
 from shared.config import NonNegativeInt
 from shared.data import tabular
-from shared.results import append_metrics, pyplot, save_figure
+from shared.results import append_metrics, is_writer, pyplot, save_figure
 from shared.train.supervised import HeadConfig
 
 Method = Literal["raw", "tjepa", "var_tjepa"]
@@ -209,7 +209,9 @@ def run(cfg: Config, workdir: pathlib.Path) -> dict[str, float]:
 
 
 def _plot_sigma(per_feature: np.ndarray, data: tabular.TabularData, workdir: pathlib.Path) -> None:
-    """Mean posterior sigma per feature, noise-injected features highlighted."""
+    """Mean posterior sigma per feature, noise-injected features highlighted (process 0)."""
+    if not is_writer():
+        return
     (workdir / "sigma_per_feature.json").write_text(
         json.dumps(dict(zip(data.feature_names, map(float, per_feature))), indent=2)
     )

@@ -324,6 +324,7 @@ def _run(
         _batch_arrays(data),
         min(cfg.batch_size, len(data)),
         seed=int(rng.numpy_rng(seed, "data").integers(2**31)),
+        process_rows=cfg.data_parallel,
     )
     if cfg.data_parallel:
         state, step_fn = distributed.data_parallel(state, step_fn, distributed.data_mesh())

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from shared.distributed import is_primary
 from shared.train import preemption
 from shared.train.checkpoint import Checkpointer, latest_checkpoint_step
 from shared.train.preemption import Preempted
@@ -76,7 +77,7 @@ def _is_float(x: Any) -> bool:
 def _drop_rows_after(path: pathlib.Path | None, name: str, step: int) -> None:
     """Removes this phase's metrics.jsonl rows past `step` (logged after the checkpoint that a
     resumed run starts from, so the resumed run logs them again)."""
-    if path is None or not path.exists():
+    if path is None or not path.exists() or not is_primary():
         return
     lines = path.read_text().splitlines(keepends=True)
     keep = [
@@ -89,7 +90,7 @@ def _drop_rows_after(path: pathlib.Path | None, name: str, step: int) -> None:
 
 
 def _append_jsonl(path: pathlib.Path | None, record: dict) -> None:
-    if path is None:
+    if path is None or not is_primary():
         return
     with open(path, "a") as f:
         f.write(json.dumps(record) + "\n")
@@ -182,7 +183,7 @@ class _Run:
             _drop_rows_after(self.metrics_path, self.name, start)
         if start >= self.num_steps:
             return state
-        if preemption.requested():
+        if preemption.agreed():
             kept = f"its checkpoint at step {start} is kept" if self.saved else "nothing saved"
             raise Preempted(f"{self.name}: SIGTERM before step {start + 1}; {kept}")
         bar = tqdm(
@@ -199,7 +200,7 @@ class _Run:
                 done = step + 1
                 if done % self.log_every == 0 or done == self.num_steps:
                     self.flush(bar)
-                if preemption.requested():
+                if preemption.agreed():
                     self.save(done, state)
                     saved = "checkpoint saved" if self.checkpointer else "no checkpoint directory"
                     raise Preempted(f"{self.name}: SIGTERM at step {done}; {saved}")

@@ -5,6 +5,10 @@ evaluation) only sets the flag: the training loop saves a checkpoint at its next
 `Preempted`, and a loop that has not started yet raises it before doing any work. Library users
 who never call `install()` get the same behaviour inside each loop (`watching()` installs the
 handler for the loop's duration and restores the previous one after).
+
+With several JAX processes (a pod, or `launch/run.py --processes N`) a SIGTERM may reach one
+process only: `agreed()`, a collective that every process calls at the same safe points, tells
+all of them, so that they stop at the same step and write one checkpoint together.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-__all__ = ["Preempted", "check", "install", "requested", "watching"]
+__all__ = ["Preempted", "agreed", "check", "install", "requested", "watching"]
 
 
 class Preempted(Exception):
@@ -40,7 +44,23 @@ def install() -> None:
 
 
 def requested() -> bool:
+    """Whether this process got SIGTERM."""
     return _flag["requested"]
+
+
+def agreed() -> bool:
+    """Whether any process of the run got SIGTERM. With several processes this is a collective
+    (an all-gather of each one's flag, milliseconds): every process must call it at the same
+    points, as SPMD programs do."""
+    import jax
+
+    if jax.process_count() == 1:
+        return _flag["requested"]
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.int32(_flag["requested"]))
+    return bool(np.any(flags))
 
 
 @contextlib.contextmanager
@@ -62,5 +82,5 @@ def check(where: str) -> None:
     """A safe point of a run without a training loop (a project's loop over samplers, problems,
     cells): raises `Preempted` once SIGTERM came. Such runs keep no checkpoints (each unit takes
     seconds at the `cpu` scale), so a rerun starts them over; the message says so."""
-    if _flag["requested"]:
+    if agreed():
         raise Preempted(f"SIGTERM before {where}; nothing saved (a rerun starts this run over)")
