@@ -1,11 +1,15 @@
 """Multi-host on one machine (`launch/run.py --processes 2 --local-devices 4`, shared/
-local_processes.py): var_jepa's smoke config with data-parallel pretraining, as 2 JAX processes
-of 4 CPU devices joined through a coordinator on 127.0.0.1, against 1 process of 8 devices.
+local_processes.py): smoke configs as 2 JAX processes of 4 CPU devices joined through a
+coordinator on 127.0.0.1, against 1 process of 8 devices.
 
-Equality of the metrics, one copy of every run file (process 0 writes), kill -9 of one process
-(the launcher stops the other; the same command resumes from the last complete checkpoint), and
-SIGTERM to one process (both stop at the same step, write one checkpoint together, exit 0).
-T-JEPA only: the probes and the other methods add compile time, not another multi-host path."""
+- Equality of the metrics (timings aside) for var_jepa (data-parallel pretraining, each process
+  reading its rows of every batch), scale (Llama on a `data` mesh, the same) and paso (window
+  slots in a `shard_map` over the 8 devices of both processes); one copy of every run file.
+- var_jepa: kill -9 of one process (the launcher stops the other; the same command resumes from
+  the last complete checkpoint) and SIGTERM to one process (both stop at the same step, write one
+  checkpoint together, exit 0).
+Kept small: var_jepa runs T-JEPA only, the other methods add compile time, not a multi-host path.
+"""
 
 import json
 import os
@@ -20,19 +24,28 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SMOKE = [
-    sys.executable, str(ROOT / "launch" / "run.py"), "projects/var_jepa", "--config", "smoke",
-    "--set", "pretrain.data_parallel=True", "--set", "methods=('tjepa',)",
-]  # fmt: skip
+RUN = [sys.executable, str(ROOT / "launch" / "run.py")]
+# the smoke config of each project, on a mesh over every device
+MESHED = {
+    "var_jepa": ("pretrain.data_parallel=True", "methods=('tjepa',)"),
+    "scale": ("sharding='data'", "batch_size=8"),  # 8 rows: one per device
+    "paso": ("devices=0", "windows=(8,)", "fixed_tol_windows=()"),  # a slot per device
+}
+TIMINGS = re.compile(r"seconds|speedup|_per_s")
 TWO = ["--processes", "2", "--local-devices", "4"]
+
+
+def command(project: str) -> list[str]:
+    sets = [x for s in MESHED[project] for x in ("--set", s)]
+    return [*RUN, f"projects/{project}", "--config", "smoke", *sets]
 
 
 class Launch:
     """A run.py command in the background, its merged output collected line by line."""
 
-    def __init__(self, *args: str, workdir: pathlib.Path, env: dict):
+    def __init__(self, *args: str, workdir: pathlib.Path, env: dict, project: str = "var_jepa"):
         self.proc = subprocess.Popen(
-            [*SMOKE, *args, "--workdir", str(workdir)],
+            [*command(project), *args, "--workdir", str(workdir)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -77,35 +90,42 @@ class Launch:
         return self.proc.returncode
 
 
-def _run(*args, workdir, env) -> dict:
-    run = Launch(*args, workdir=workdir, env=env)
+def _run(*args, workdir, env, project="var_jepa") -> dict:
+    run = Launch(*args, workdir=workdir, env=env, project=project)
     assert run.finish() == 0, run.output
     return json.loads((workdir / "results.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def one_process(tmp_path_factory, fast_compile_env):
-    workdir = tmp_path_factory.mktemp("one_process")
-    return _run(workdir=workdir, env=fast_compile_env), workdir
+def runs(tmp_path_factory, fast_compile_env):
+    """`runs(project, processes)` -> (metrics, run directory), each run once per module."""
+    done = {}
+
+    def get(project: str, processes: int):
+        if (project, processes) not in done:
+            workdir = tmp_path_factory.mktemp(f"{project}_{processes}")
+            args = TWO if processes == 2 else []
+            metrics = _run(*args, workdir=workdir, env=fast_compile_env, project=project)
+            done[project, processes] = metrics, workdir
+        return done[project, processes]
+
+    return get
 
 
-@pytest.fixture(scope="module")
-def two_processes(tmp_path_factory, fast_compile_env):
-    workdir = tmp_path_factory.mktemp("two_processes")
-    return _run(*TWO, workdir=workdir, env=fast_compile_env), workdir
-
-
-def test_two_processes_of_four_devices_give_the_metrics_of_one_of_eight(one_process, two_processes):
-    (one, one_dir), (two, two_dir) = one_process, two_processes
-    assert one.keys() == two.keys() and "tjepa_linear/acc" in one
-    for k in one:
+@pytest.mark.parametrize("project", list(MESHED))
+def test_two_processes_of_four_devices_give_the_metrics_of_one_of_eight(project, runs):
+    (one, one_dir), (two, two_dir) = runs(project, 1), runs(project, 2)
+    assert one.keys() == two.keys()
+    compared = [k for k in one if not TIMINGS.search(k)]
+    assert len(compared) >= 5, compared
+    for k in compared:
         assert two[k] == pytest.approx(one[k], rel=1e-5, abs=1e-5), k
     # the per-step losses too, and written once: process 0 alone writes run files
     rows = [[json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
             for d in (one_dir, two_dir)]  # fmt: skip
     assert len(rows[0]) == len(rows[1])
     for a, b in zip(*rows):
-        if "loss" in a:
+        if "loss" in a and "step" in a:
             assert (a["phase"], a["step"]) == (b["phase"], b["step"])
             assert b["loss"] == pytest.approx(a["loss"], rel=1e-5)
     info = json.loads((two_dir / "run.json").read_text())
@@ -114,7 +134,7 @@ def test_two_processes_of_four_devices_give_the_metrics_of_one_of_eight(one_proc
 
 
 def test_kill_of_one_process_stops_both_and_the_same_command_resumes(
-    tmp_path, two_processes, fast_compile_env
+    tmp_path, runs, fast_compile_env
 ):
     run = Launch(*TWO, workdir=tmp_path, env=fast_compile_env)
     pids = run.pid(0), run.pid(1)
@@ -130,7 +150,7 @@ def test_kill_of_one_process_stops_both_and_the_same_command_resumes(
     again = Launch(*TWO, workdir=tmp_path, env=fast_compile_env)
     assert again.finish() == 0, again.output
     assert re.search(r"tjepa: resuming from step [48] ", again.output), again.output
-    resumed, unbroken = json.loads((tmp_path / "results.json").read_text()), two_processes[0]
+    resumed, unbroken = json.loads((tmp_path / "results.json").read_text()), runs("var_jepa", 2)[0]
     for k in unbroken:
         assert resumed[k] == pytest.approx(unbroken[k], rel=1e-6, abs=1e-7), k
 

@@ -26,6 +26,7 @@ from flax import nnx
 
 from projects.scale import data as scale_data
 from shared.config import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from shared.distributed import data_mesh
 from shared.models.llama import SIZES, Llama, LlamaConfig, count_params
 from shared.optim import NAMES, OptimizerOptions, make_optimizer, optimizer_memory
 from shared.results import is_writer
@@ -189,11 +190,9 @@ def build_model(cfg: Config, vocab: int, seed: int) -> Llama:
         params = nnx.state(model, nnx.Param)
         nnx.update(model, jax.tree.map(lambda x: x.astype(cfg.param_dtype), params))
     if cfg.sharding != "none":
-        from shared.distributed import make_mesh
         from shared.models.llama_sharding import shard_llama
 
-        mesh = make_mesh((jax.device_count(),), ("data",))
-        shard_llama(model, mesh, cfg.sharding)
+        shard_llama(model, data_mesh(), cfg.sharding)
     return model
 
 
@@ -251,7 +250,10 @@ def _train(cfg, data, name, lr, steps, seed, workdir=None):
     # The reported run (with a workdir) stops if it reaches the uniform model's loss; a sweep
     # point may, and then simply loses.
     uniform = math.log(data.vocab_size) if workdir is not None else None
-    history = train_lm(model, data.train, probe, tcfg, tx=tx, workdir=workdir, uniform_loss=uniform)
+    mesh = None if cfg.sharding == "none" else data_mesh()  # batches split over every device
+    history = train_lm(
+        model, data.train, probe, tcfg, tx=tx, workdir=workdir, uniform_loss=uniform, mesh=mesh
+    )
     seconds = time.perf_counter() - t0
     final = evaluate_lm(model, data.val[: cfg.final_eval_windows], cfg.batch_size)
     rate = steps * cfg.batch_size * cfg.seq_len / seconds

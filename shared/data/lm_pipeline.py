@@ -60,15 +60,18 @@ def pack_documents(
     return stream[: n_windows * width].reshape(n_windows, width)
 
 
-def lm_batches(windows: np.ndarray, batch_size: int, seed: int) -> grain.DatasetIterator:
+def lm_batches(
+    windows: np.ndarray, batch_size: int, seed: int, *, process_rows: bool = False
+) -> grain.DatasetIterator:
     """Endless shuffled batches `{"tokens": [batch_size, seq_len + 1] int32}` of packed windows.
 
     Reshuffled every epoch, last partial batch dropped; `get_state()`/`set_state()` resume
-    exactly (see `shared.data.pipeline.batch_iterator`).
+    exactly; `process_rows`: this process's rows of each batch only (see
+    `shared.data.pipeline.batch_iterator`).
     """
     if windows.ndim != 2:
         raise ValueError(f"windows must be [n_windows, seq_len + 1], got shape {windows.shape}")
-    return batch_iterator({"tokens": windows}, batch_size, seed)
+    return batch_iterator({"tokens": windows}, batch_size, seed, process_rows=process_rows)
 
 
 def unigram_entropy(train_tokens: np.ndarray, eval_tokens: np.ndarray, vocab_size: int) -> float:

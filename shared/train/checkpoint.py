@@ -139,13 +139,9 @@ def _check_compatible(meta: dict, template: Any, where: pathlib.Path) -> None:
 def latest_checkpoint_step(directory: str | pathlib.Path | None) -> int | None:
     """The step a `train_loop` with this `checkpoint_dir` resumes from (None: it starts at 0).
 
-    Reads without creating anything; `None` or a missing directory has no checkpoint."""
+    Reads the directory listing (finalized step folders) without creating anything and without
+    a CheckpointManager: a manager's constructor is collective across JAX processes, and one
+    process may look before another has made the folder."""
     if directory is None or not pathlib.Path(directory).exists():
         return None
-    mngr = ocp.CheckpointManager(
-        pathlib.Path(directory).absolute(), options=ocp.CheckpointManagerOptions(read_only=True)
-    )
-    try:
-        return mngr.latest_step()
-    finally:
-        mngr.close()
+    return max(ocp.utils.checkpoint_steps(pathlib.Path(directory).absolute()), default=None)

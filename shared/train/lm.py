@@ -36,8 +36,9 @@ from shared.config import (
     PositiveInt,
 )
 from shared.data.lm_pipeline import lm_batches
-from shared.distributed import batch_sharded
+from shared.distributed import global_batch
 from shared.models.llama import next_token_loss
+from shared.results import is_writer
 from shared.train.loop import DivergedError, latest_checkpoint_step, train_loop
 from shared.train.optimizers import adamw_no_decay_on_vectors, warmup_cosine
 
@@ -122,7 +123,8 @@ def train_lm(
     losses (and `grad_metrics(grads)` of every step, averaged per `log_every` steps) go to
     workdir/metrics.jsonl under `phase`, and unless `checkpoints=False` the phase checkpoints to
     workdir/checkpoints/<phase> and resumes from there automatically. `mesh`: each batch is
-    sharded over its "data" axis inside the step (the model's own sharding is the caller's).
+    split over its "data" axis, each process reading its own rows (multi-host; the model's own
+    sharding is the caller's).
     `uniform_loss`: a validation loss above `uniform_loss - DIVERGED_MARGIN` raises
     `DivergedError`. Checkpoints are saved at every evaluation point, at the end and every
     `checkpoint_every` steps (0: no more).
@@ -130,21 +132,23 @@ def train_lm(
     tx = tx or default_optimizer(cfg)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     graphdef, state = nnx.split((model, optimizer))
-    place = (
-        (lambda b: b)
-        if mesh is None
-        else (lambda b: jax.lax.with_sharding_constraint(b, batch_sharded(mesh)))
-    )
 
     @jax.jit
-    def step_fn(state, batch, step):
+    def step(state, batch, step):
         model, optimizer = nnx.merge(graphdef, state)
-        loss, grads = nnx.value_and_grad(window_loss)(model, place(batch["tokens"]))
+        loss, grads = nnx.value_and_grad(window_loss)(model, batch["tokens"])
         metrics = {"loss": loss, **(grad_metrics(grads) if grad_metrics else {})}
         optimizer.update(model, grads)
         return nnx.state((model, optimizer)), metrics
 
-    batches = lm_batches(train_windows, cfg.batch_size, cfg.seed)
+    if mesh is None:
+        step_fn = step
+    else:  # each process reads its rows of the batch; they arrive split over "data"
+
+        def step_fn(state, batch, i):
+            return step(state, global_batch(batch, mesh), i)
+
+    batches = lm_batches(train_windows, cfg.batch_size, cfg.seed, process_rows=mesh is not None)
     ckpt_dir = workdir / "checkpoints" / phase if workdir is not None and checkpoints else None
     history: dict[str, list] = {"step": [], "val_loss": []}
     if val_windows is None:
@@ -196,6 +200,6 @@ def train_lm(
             )
         history["step"].append(stop)
         history["val_loss"].append(loss)
-        if curve is not None:
+        if curve is not None and is_writer():
             curve.write_text(json.dumps(history))
     return history
