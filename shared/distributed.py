@@ -69,6 +69,18 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
+def onto_mesh(tree, mesh: Mesh):
+    """Leaves already laid out on `mesh` kept; every other array (an optimizer's step count made
+    on one device) replicated over it. A jitted step then sees one device set, also after a
+    checkpoint restore (which commits each leaf where its template leaf lives)."""
+
+    def place(x):
+        on = isinstance(getattr(x, "sharding", None), NamedSharding) and x.sharding.mesh == mesh
+        return x if on else jax.device_put(x, replicated(mesh))
+
+    return jax.tree.map(place, tree)
+
+
 def batch_sharded(mesh: Mesh, axis: str = "data") -> NamedSharding:
     """Leading (batch) dimension split over `axis`, the rest replicated."""
     return NamedSharding(mesh, P(axis))

@@ -3,6 +3,7 @@ import json
 
 import jax
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 
@@ -87,3 +88,21 @@ def test_mesh_placement_of_the_batch_gives_the_same_losses(tmp_path):
         losses[name] = [r["loss"] for r in _records(tmp_path / "metrics.jsonl", name)]
     assert not (tmp_path / "checkpoints").exists()
     np.testing.assert_allclose(losses["mesh"], losses["single"], rtol=1e-5)
+
+
+def test_a_run_on_a_mesh_resumes_from_its_checkpoint_as_if_unbroken(tmp_path):
+    """A restored leaf is committed where its template leaf lives: the optimizer's step count,
+    made on one device, must already sit on the mesh (else the resumed step mixes devices)."""
+    windows = np.random.default_rng(2).integers(0, 257, (16, 9)).astype(np.int32)
+    tx = optax.adam(1e-3)  # the same at every step: 2 + 1 steps equal 3
+    models = {}
+    for phase, steps in (("unbroken", (3,)), ("resumed", (2, 3))):
+        for n in steps:
+            models[phase] = Llama(dataclasses.replace(SIZES["nano"], vocab_size=257),
+                                  rngs=nnx.Rngs(0))  # fmt: skip
+            train_lm(models[phase], windows, None, LMTrainConfig(steps=n, batch_size=8), tx=tx,
+                     workdir=tmp_path, phase=phase, mesh=data_mesh())  # fmt: skip
+    assert latest_checkpoint_step(tmp_path / "checkpoints" / "resumed") == 3
+    for x, y in zip(jax.tree.leaves(nnx.state(models["unbroken"])),
+                    jax.tree.leaves(nnx.state(models["resumed"]))):  # fmt: skip
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)

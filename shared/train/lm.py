@@ -36,7 +36,7 @@ from shared.config import (
     PositiveInt,
 )
 from shared.data.lm_pipeline import lm_batches
-from shared.distributed import global_batch
+from shared.distributed import global_batch, onto_mesh
 from shared.models.llama import next_token_loss
 from shared.results import is_writer
 from shared.train.loop import DivergedError, latest_checkpoint_step, train_loop
@@ -132,6 +132,8 @@ def train_lm(
     tx = tx or default_optimizer(cfg)
     optimizer = nnx.Optimizer(model, tx, wrt=nnx.Param)
     graphdef, state = nnx.split((model, optimizer))
+    if mesh is not None:
+        state = onto_mesh(state, mesh)
 
     @jax.jit
     def step(state, batch, step):
