@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import logging
 import math
+import os
 import pathlib
 import shutil
 import sys
@@ -80,7 +81,7 @@ def prepare_workdir(workdir: pathlib.Path, force_new: bool) -> None:
         raise UsageError(f"--workdir {workdir} is a file; give a directory")
     try:
         workdir.mkdir(parents=True, exist_ok=True)
-        probe = workdir / ".write_test"
+        probe = workdir / f".write_test.{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
@@ -102,6 +103,14 @@ def _one_line_usage_error(message: str):
     """argparse's errors as one line (its default prints the usage block first)."""
     print(f"error: {message} (see python launch/run.py --help)", file=sys.stderr)
     sys.exit(2)
+
+
+def jax_processes() -> int:
+    """How many JAX processes this run has (1 unless `jax.distributed` was initialized; asking
+    does not start the backend)."""
+    import jax
+
+    return jax.process_count() if jax.distributed.is_initialized() else 1
 
 
 class UsageError(Exception):
@@ -217,7 +226,10 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: li
         raise UsageError("--local-devices goes with --processes N (N >= 2)")
     if args.workdir:
         workdir = args.workdir.absolute()
-        prepare_workdir(workdir, args.force_new)
+        if results.is_writer():  # one process of a multi-process run prepares (and empties) it
+            prepare_workdir(workdir, args.force_new)
+    elif jax_processes() > 1:
+        raise UsageError("a multi-process run needs --workdir: one directory for every process")
     else:
         workdir = results.new_run_dir(executor.ROOT / "runs", project, args.config)
     if args.processes > 1:  # this process only launches; each child runs the command below

@@ -132,9 +132,13 @@ def execute(
     (`WorkdirConflict`)."""
     exp = load_module(project, "experiment")
     workdir = workdir.absolute()
-    check_workdir(project, cfg, workdir)
+    # Run files are process 0's (a multi-process run): the others neither check nor read them,
+    # which they might catch half written.
+    writer = results.is_writer()
+    if writer:
+        check_workdir(project, cfg, workdir)
     previous = workdir / "run.json"
-    info = json.loads(previous.read_text()) if previous.exists() else {}
+    info = json.loads(previous.read_text()) if writer and previous.exists() else {}
     resumes = bool(info) and not (workdir / "results.json").exists()
     attempt = {
         "command": command if command is not None else sys.argv,

@@ -61,9 +61,11 @@ def is_writer() -> bool:
     process 0 (every process runs the same code; one copy of each file)."""
     if "jax" not in sys.modules:  # no JAX run in this process (a table or figure script)
         return True
-    from shared.distributed import is_primary
+    import jax
 
-    return is_primary()
+    # not jax.process_index() alone: it would start the backend (take the device) in a process
+    # that only launches runs (launch/reproduce.py)
+    return not jax.distributed.is_initialized() or jax.process_index() == 0
 
 
 def write_run_info(workdir: pathlib.Path, config_json: str, **extra: Any) -> None:
@@ -84,7 +86,10 @@ def write_run_info(workdir: pathlib.Path, config_json: str, **extra: Any) -> Non
 
 
 def update_run_info(workdir: pathlib.Path, **fields: Any) -> dict:
-    """Adds `fields` to run.json (process 0 of a multi-process run); returns the record."""
+    """Adds `fields` to run.json (process 0 of a multi-process run, which alone reads it: the
+    others could catch it half written); returns the record."""
+    if not is_writer():
+        return {}
     path = workdir / "run.json"
     info = json.loads(path.read_text()) if path.exists() else {}
     info.update(fields)
@@ -96,7 +101,9 @@ def write_json(path: pathlib.Path, data: Any) -> None:
     """`data` as indented JSON (by process 0 only in a multi-process run)."""
     if not is_writer():
         return
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.tmp")  # then renamed: a reader never sees half a file
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
 
 
 def append_metrics(workdir: pathlib.Path, record: Mapping[str, Any]) -> None:

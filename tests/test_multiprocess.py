@@ -43,6 +43,8 @@ def command(project: str) -> list[str]:
 class Launch:
     """A run.py command in the background, its merged output collected line by line."""
 
+    started: list["Launch"] = []
+
     def __init__(self, *args: str, workdir: pathlib.Path, env: dict, project: str = "var_jepa"):
         self.proc = subprocess.Popen(
             [*command(project), *args, "--workdir", str(workdir)],
@@ -55,6 +57,20 @@ class Launch:
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        Launch.started.append(self)
+
+    def stop(self):
+        """Kills what is left of a launch still running: its processes (in their own sessions;
+        unreaped while the launcher lives, so their pids are not reused) and the launcher."""
+        if self.proc.poll() is not None:
+            return  # the launcher reaped every process before it exited
+        for pid in map(int, re.findall(r"\b\d+: pid (\d+)", self.output)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.kill()
+        self.proc.wait()
 
     def _read(self):
         for line in self.proc.stdout:
@@ -88,6 +104,14 @@ class Launch:
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=10)
         return self.proc.returncode
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes():
+    """A failed assertion or a timeout must not leave a 100,000-step run behind."""
+    yield
+    while Launch.started:
+        Launch.started.pop().stop()
 
 
 def _run(*args, workdir, env, project="var_jepa") -> dict:

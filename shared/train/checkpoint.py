@@ -45,6 +45,7 @@ class Checkpointer:
     def save(self, step: int, state: Any, data_state: dict, meta: dict | None = None) -> None:
         if step in self._mngr.all_steps():
             return
+        _check_global(state, self.directory)
         meta = {**(meta or {}), "leaves": _leaf_specs(state)}
         self._mngr.save(
             step,
@@ -114,6 +115,22 @@ class Checkpointer:
 
     def close(self) -> None:
         self._mngr.close()
+
+
+def _check_global(state: Any, where: pathlib.Path) -> None:
+    """With several JAX processes a checkpoint holds global arrays (on a mesh over every
+    process's devices); a process-local one would be one process's copy, and orbax refuses it
+    with a message that does not say what to change."""
+    if jax.process_count() == 1:
+        return
+    local = [i for i, x in enumerate(jax.tree.leaves(state))
+             if isinstance(x, jax.Array) and x.is_fully_addressable]  # fmt: skip
+    if local:
+        raise CheckpointError(
+            f"{where}: {len(local)} arrays of the state live on this process's devices only, "
+            "but this is a multi-process run: train on a mesh over every device (var_jepa: "
+            "--set pretrain.data_parallel=True; scale: --set sharding=data), or run one process"
+        )
 
 
 def _leaf_specs(state: Any) -> list[list]:
