@@ -140,7 +140,7 @@ def run(command: list[str], count: int, local_devices: int, workdir: pathlib.Pat
         f"Rerun the same command with --workdir {workdir} to resume from the last complete "
         "checkpoint"
         if code < 0
-        else "Its error is above"
+        else f"Its error is {'above' if failed == 0 else 'at the end of its output below'}"
     )
     print(
         f"error: process {failed} of {count} {_how(code)}, so the other processes were "
