@@ -105,14 +105,6 @@ def _one_line_usage_error(message: str):
     sys.exit(2)
 
 
-def jax_processes() -> int:
-    """How many JAX processes this run has (1 unless `jax.distributed` was initialized; asking
-    does not start the backend)."""
-    import jax
-
-    return jax.process_count() if jax.distributed.is_initialized() else 1
-
-
 class UsageError(Exception):
     """A bad command line or run directory."""
 
@@ -228,7 +220,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, command: li
         workdir = args.workdir.absolute()
         if results.is_writer():  # one process of a multi-process run prepares (and empties) it
             prepare_workdir(workdir, args.force_new)
-    elif jax_processes() > 1:
+    elif distributed.process_count() > 1:
         raise UsageError("a multi-process run needs --workdir: one directory for every process")
     else:
         workdir = results.new_run_dir(executor.ROOT / "runs", project, args.config)

@@ -48,10 +48,16 @@ def initialize() -> None:
         jax.distributed.initialize()
 
 
+def process_count() -> int:
+    """The JAX processes of this run: 1 unless `initialize` joined several. Asking does not
+    start the backend (which would take the device in a process that only launches runs)."""
+    return jax.process_count() if jax.distributed.is_initialized() else 1
+
+
 def is_primary() -> bool:
     """True on process 0, the one process that writes results, tables and logs (all processes
     take part in checkpoints, which orbax writes collectively)."""
-    return jax.process_index() == 0
+    return process_count() == 1 or jax.process_index() == 0
 
 
 def data_mesh(num_devices: int | None = None, axis: str = "data") -> Mesh:

@@ -61,11 +61,9 @@ def is_writer() -> bool:
     process 0 (every process runs the same code; one copy of each file)."""
     if "jax" not in sys.modules:  # no JAX run in this process (a table or figure script)
         return True
-    import jax
+    from shared.distributed import is_primary
 
-    # not jax.process_index() alone: it would start the backend (take the device) in a process
-    # that only launches runs (launch/reproduce.py)
-    return not jax.distributed.is_initialized() or jax.process_index() == 0
+    return is_primary()
 
 
 def write_run_info(workdir: pathlib.Path, config_json: str, **extra: Any) -> None:

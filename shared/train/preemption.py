@@ -52,9 +52,9 @@ def agreed() -> bool:
     """Whether any process of the run got SIGTERM. With several processes this is a collective
     (an all-gather of each one's flag, milliseconds): every process must call it at the same
     points, as SPMD programs do."""
-    import jax
+    from shared.distributed import process_count
 
-    if jax.process_count() == 1:
+    if process_count() == 1:
         return _flag["requested"]
     import numpy as np
     from jax.experimental import multihost_utils
