@@ -22,12 +22,13 @@ def test_every_project_declares_a_rehearsal():
 
 
 @pytest.mark.parametrize("project", executor.all_projects())
-def test_paper_config_rehearsal(project, tmp_path, fast_compile_env):
+def test_paper_config_rehearsal(project, tmp_path, project_env):
     """Through launch/rehearse.py in a subprocess: the cheap compilation of the root conftest's
     end-to-end runs, and no jax option a run sets (a matmul precision) leaks into other tests."""
     cmd = [sys.executable, "launch/rehearse.py", f"projects/{project}", "--workdir", str(tmp_path)]
+    env = project_env(project)
     proc = subprocess.run(
-        cmd, cwd=executor.ROOT, env=fast_compile_env, capture_output=True, text=True, timeout=900
+        cmd, cwd=executor.ROOT, env=env, capture_output=True, text=True, timeout=900
     )
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

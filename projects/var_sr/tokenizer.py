@@ -88,6 +88,8 @@ def tokenizer_loss(
     overlap: float = 1.0,
 ) -> tuple[jax.Array, dict]:
     """x [b, S, S, 3] HR images; lr [b, S/4, S/4, 3] their LR versions ("hit" only)."""
+    if variant not in ("standard", "hit"):
+        raise ValueError(f"tokenizer variant {variant!r} is not 'standard' or 'hit'")
     f = model.ae.encode(x)
     side = f.shape[1]
     f_q, codes, vq, partial = model.rq(f)
@@ -106,8 +108,6 @@ def tokenizer_loss(
         lr_codes = [jax.lax.stop_gradient(c) for c in model.tokenize(lr)]  # LR's own scales
         out["overlap"] = overlap_ce(model.rq, f, lr_codes, side)
         loss = loss + overlap * out["overlap"]
-    elif variant != "standard":
-        raise ValueError(f"tokenizer variant {variant!r} is not 'standard' or 'hit'")
     return loss, out
 
 
