@@ -52,11 +52,7 @@ def load_photo(name: str) -> np.ndarray:
         img = skimage.util.img_as_float32(skimage.io.imread(name))
         img = img[..., None] if img.ndim == 2 else img
     elif name in SKLEARN_PHOTOS:
-        import sklearn.datasets
-
-        bunch = sklearn.datasets.load_sample_images()
-        (img,) = [im for f, im in zip(bunch.filenames, bunch.images) if f.endswith(f"{name}.jpg")]
-        img = img.astype(np.float32) / 255.0
+        img = sklearn_photo(name).astype(np.float32) / 255.0
     else:
         img = load_skimage_image(name)
     if img.shape[-1] == 1:
@@ -64,6 +60,23 @@ def load_photo(name: str) -> np.ndarray:
     img = np.ascontiguousarray(img[..., :3], np.float32)
     img.flags.writeable = False
     return img
+
+
+def sklearn_photo(name: str) -> np.ndarray:
+    """scikit-learn's sample photograph `name` ([H, W, 3] uint8), decoded by PIL from the installed
+    package as `sklearn.datasets.load_sample_images` does, without importing scikit-learn (its
+    imports cost seconds per process for one JPEG file)."""
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDataError(f"the photograph {name!r} ships with scikit-learn: pip install "
+                               "scikit-learn")  # fmt: skip
+    path = pathlib.Path(spec.submodule_search_locations[0]) / "datasets" / "images" / f"{name}.jpg"
+    with Image.open(path) as image:
+        return np.asarray(image)
 
 
 def random_crops(names, n: int, size: int, seed: int) -> np.ndarray:

@@ -13,8 +13,9 @@ import sys
 from typing import Any
 
 import jax
-import orbax.checkpoint as ocp
 
+# orbax is imported where it is used: its imports cost about a second in every process, and most
+# runs (and every run without checkpoints) import this module only to ask for the latest step.
 
 class CheckpointError(RuntimeError):
     """No usable checkpoint: another model's, or none readable; the message says what to do."""
@@ -34,6 +35,8 @@ class Checkpointer:
     """
 
     def __init__(self, directory: str | pathlib.Path, max_to_keep: int = 2):
+        import orbax.checkpoint as ocp
+
         self.directory = pathlib.Path(directory).absolute()
         self._mngr = ocp.CheckpointManager(
             self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep)
@@ -43,6 +46,8 @@ class Checkpointer:
         return self._mngr.latest_step()
 
     def save(self, step: int, state: Any, data_state: dict, meta: dict | None = None) -> None:
+        import orbax.checkpoint as ocp
+
         if step in self._mngr.all_steps():
             return
         _check_global(state, self.directory)
@@ -82,10 +87,14 @@ class Checkpointer:
         )
 
     def _read_meta(self, step: int) -> dict:
+        import orbax.checkpoint as ocp
+
         out = self._mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
         return out["meta"] or {}
 
     def _read(self, step: int, template: Any) -> tuple[Any, dict]:
+        import orbax.checkpoint as ocp
+
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _flat(template))
         out = self._mngr.restore(
             step,
@@ -161,4 +170,6 @@ def latest_checkpoint_step(directory: str | pathlib.Path | None) -> int | None:
     process may look before another has made the folder."""
     if directory is None or not pathlib.Path(directory).exists():
         return None
+    import orbax.checkpoint as ocp
+
     return max(ocp.utils.checkpoint_steps(pathlib.Path(directory).absolute()), default=None)

@@ -5,12 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from projects.var_sr.data import (
+    SKLEARN_PHOTOS,
     TEST_IMAGES,
     TRAIN_IMAGES,
     degrade,
     grid_crops,
     load_photo,
     random_crops,
+    sklearn_photo,
 )
 
 
@@ -20,6 +22,15 @@ def test_photos_load_as_rgb_and_test_images_are_held_out():
         img = load_photo(name)
         assert img.ndim == 3 and img.shape[-1] == 3 and img.dtype == np.float32
         assert 0 <= img.min() and img.max() <= 1
+
+
+def test_sklearn_photos_are_the_arrays_of_its_own_loader():
+    import sklearn.datasets
+
+    bunch = sklearn.datasets.load_sample_images()
+    for name in SKLEARN_PHOTOS:
+        (want,) = [im for f, im in zip(bunch.filenames, bunch.images) if f.endswith(f"{name}.jpg")]
+        np.testing.assert_array_equal(sklearn_photo(name), want)
 
 
 def test_crops_are_seeded_and_taken_from_the_named_images():
