@@ -63,6 +63,26 @@ def project_env(fast_compile_env):
     return env
 
 
+# Projects whose unit tests check shapes, identities to tolerances and falling losses on tiny
+# models, compiling far more than they run: their test modules compile at XLA's cheap level, like
+# the end-to-end runs (var_sr's unit tests: 45 -> 30 s, cold cache). Not for exact or kernel tests.
+CHEAP_COMPILATION_PROJECTS = ("hypcl", "lfpm", "m_idol", "var_sr")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cheap_compilation_for_listed_projects(request):
+    parts = request.path.relative_to(ROOT).parts
+    if parts[:1] != ("projects",) or parts[1] not in CHEAP_COMPILATION_PROJECTS:
+        yield
+        return
+    import jax
+
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+
+
 @pytest.fixture(scope="session")
 def float4_projects():
     return FLOAT4_PROJECTS
