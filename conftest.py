@@ -44,8 +44,9 @@ def fast_compile_env():
     plumbing, not the last bit, and compile far more than they compute: XLA's cheap optimization
     level cuts their compile time by a fifth (the lfpm smoke run: 36.5 -> 29.3 s, cold cache;
     its metrics move by at most 4e-8), and the classic CPU emitters by a further third or more
-    (the var_sr rehearsal: 76 -> 46 s). Unit tests keep the default compiler at LLVM level 1:
-    at XLA's level 0 two Pallas paths differ in the last bit. No FP4 here (`project_env`)."""
+    (the var_sr rehearsal: 76 -> 46 s). Unit tests compile at LLVM level 1 (above), not at XLA's
+    level 0, where two Pallas paths differ in the last bit; projects that cast to float4 run
+    with `project_env`'s flags."""
     flags = f"{os.environ['XLA_FLAGS']} {CLASSIC_EMITTERS}"
     return {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "XLA_FLAGS": flags}
 
@@ -65,7 +66,7 @@ def project_env(fast_compile_env):
 
 # Projects whose unit tests check shapes, identities to tolerances and falling losses on tiny
 # models, compiling far more than they run: their test modules compile at XLA's cheap level, like
-# the end-to-end runs (var_sr's unit tests: 45 -> 30 s, cold cache). Not for exact or kernel tests.
+# the end-to-end runs (var_sr's unit tests: 43 -> 32 s, cold cache). Not for exact or kernel tests.
 CHEAP_COMPILATION_PROJECTS = ("hypcl", "lfpm", "m_idol", "var_sr")
 
 
