@@ -72,7 +72,7 @@ CHEAP_COMPILATION_PROJECTS = ("hypcl", "lfpm", "m_idol", "var_sr")
 
 @pytest.fixture(scope="module", autouse=True)
 def _cheap_compilation_for_listed_projects(request):
-    parts = request.path.relative_to(ROOT).parts
+    parts = request.path.resolve().relative_to(ROOT).parts
     if parts[:1] != ("projects",) or parts[1] not in CHEAP_COMPILATION_PROJECTS:
         yield
         return
