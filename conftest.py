@@ -85,11 +85,6 @@ def _cheap_compilation_for_listed_projects(request):
 
 
 @pytest.fixture(scope="session")
-def float4_projects():
-    return FLOAT4_PROJECTS
-
-
-@pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, project_env):
     """`smoke_run(project)` -> (the finished subprocess, its run directory): the project's smoke
     config through the real entry point (`launch/run.py`), run at most once per test session, also
