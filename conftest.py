@@ -4,6 +4,7 @@ a persistent compilation cache shared with the subprocess tests, the smoke runs 
 xdist workers, and the pretrained models as session fixtures (each loaded at most once per
 session)."""
 
+import contextlib
 import os
 import pathlib
 
@@ -35,7 +36,7 @@ def smollm2():
 # wrongly (tests/test_fp4.py fails under them), so their end-to-end runs keep the fusion emitters.
 # tests/test_projects.py checks that every project mentioning FP4 is listed.
 FLOAT4_PROJECTS = ("attn_qat",)
-CLASSIC_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"  # the XLA option; false: the classic emitters
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +48,7 @@ def fast_compile_env():
     (the var_sr rehearsal: 76 -> 46 s). Unit tests compile at LLVM level 1 (above), not at XLA's
     level 0, where two Pallas paths differ in the last bit; projects that cast to float4 run
     with `project_env`'s flags."""
-    flags = f"{os.environ['XLA_FLAGS']} {CLASSIC_EMITTERS}"
+    flags = f"{os.environ['XLA_FLAGS']} --{FUSION_EMITTERS}=false"
     return {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "XLA_FLAGS": flags}
 
 
@@ -65,9 +66,40 @@ def project_env(fast_compile_env):
 
 
 # Projects whose unit tests check shapes, identities to tolerances and falling losses on tiny
-# models, compiling far more than they run: their test modules compile at XLA's cheap level, like
-# the end-to-end runs (var_sr's unit tests: 43 -> 32 s, cold cache). Not for exact or kernel tests.
+# models, compiling far more than they run: their test modules compile like the end-to-end runs,
+# at XLA's cheap level and with the classic emitters (var_sr's and m_idol's unit tests, cold
+# cache: 51.6 s as other tests compile, 30.2 s so). Not for exact, kernel or FP4 tests.
 CHEAP_COMPILATION_PROJECTS = ("hypcl", "lfpm", "m_idol", "var_sr")
+assert not set(CHEAP_COMPILATION_PROJECTS) & set(FLOAT4_PROJECTS), "FP4 needs the fusion emitters"
+
+
+@contextlib.contextmanager
+def _cheap_compilation():
+    import jax
+    from jax._src import compiler  # private: XLA_FLAGS are read once, this is the per-program hook
+
+    default_options = compiler.get_compile_options
+
+    def classic_emitters(*args, env_options_overrides=None, **kwargs):
+        overrides = {FUSION_EMITTERS: False, **(env_options_overrides or {})}
+        return default_options(*args, env_options_overrides=overrides, **kwargs)
+
+    before = jax.config.read("jax_disable_most_optimizations")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiler, "get_compile_options", classic_emitters)
+        jax.config.update("jax_disable_most_optimizations", True)
+        try:
+            yield
+        finally:
+            jax.config.update("jax_disable_most_optimizations", before)
+            # jax's in-memory caches key neither option: later modules compile their own programs
+            jax.clear_caches()
+
+
+@pytest.fixture(scope="session")
+def cheap_compilation():
+    """The context of CHEAP_COMPILATION_PROJECTS' test modules (for the test that checks it)."""
+    return _cheap_compilation
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,12 +108,8 @@ def _cheap_compilation_for_listed_projects(request):
     if parts[:1] != ("projects",) or parts[1] not in CHEAP_COMPILATION_PROJECTS:
         yield
         return
-    import jax
-
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", before)
+    with _cheap_compilation():
+        yield
 
 
 @pytest.fixture(scope="session")

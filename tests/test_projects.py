@@ -114,3 +114,21 @@ def test_float4_projects_keep_the_fusion_emitters(project_env):
     assert uses, "the check finds the FP4 project (attn_qat)"
     missing = sorted(p for p in uses if "fusion_emitters=false" in project_env(p)["XLA_FLAGS"])
     assert not missing, f"add {missing} to FLOAT4_PROJECTS in the root conftest.py"
+
+
+def test_cheap_compilation_sets_the_classic_emitters_and_restores_everything(cheap_compilation):
+    """The options the unit tests of the cheap-compilation projects compile with (root conftest):
+    XLA's cheap level and the classic emitters inside, neither after."""
+    import jax
+    from jax._src import compiler
+
+    def overrides():
+        return dict(compiler.get_compile_options(1, 1).env_option_overrides)
+
+    assert "xla_cpu_use_fusion_emitters" not in overrides()
+    assert not jax.config.read("jax_disable_most_optimizations")
+    with cheap_compilation():
+        assert overrides()["xla_cpu_use_fusion_emitters"] is False
+        assert jax.config.read("jax_disable_most_optimizations")
+    assert "xla_cpu_use_fusion_emitters" not in overrides()
+    assert not jax.config.read("jax_disable_most_optimizations")
