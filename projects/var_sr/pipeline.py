@@ -40,11 +40,17 @@ def _area(x, side):
 
 def quality(pred: np.ndarray, target: np.ndarray, scale: int) -> dict:
     """Mean PSNR/SSIM over images: RGB, and luma with a border crop of `scale` pixels."""
+    return {k: float(v) for k, v in _quality(jnp.asarray(pred), jnp.asarray(target), scale).items()}
+
+
+# One program per image shape: eagerly, every slice of SSIM's filter compiles on its own.
+@functools.partial(jax.jit, static_argnames="scale")
+def _quality(pred, target, scale):
     y_p, y_t = rgb_to_y(pred), rgb_to_y(target)
-    return {"psnr": float(jnp.mean(psnr(pred, target))),
-            "ssim": float(jnp.mean(ssim(pred, target))),
-            "psnr_y": float(jnp.mean(psnr(y_p, y_t, border=scale))),
-            "ssim_y": float(jnp.mean(ssim(y_p, y_t, border=scale)))}  # fmt: skip
+    return {"psnr": jnp.mean(psnr(pred, target)),
+            "ssim": jnp.mean(ssim(pred, target)),
+            "psnr_y": jnp.mean(psnr(y_p, y_t, border=scale)),
+            "ssim_y": jnp.mean(ssim(y_p, y_t, border=scale))}  # fmt: skip
 
 
 def _pairs(cfg, names, hr, key):
@@ -109,9 +115,8 @@ def run_pipeline(cfg, workdir: pathlib.Path) -> dict[str, float]:
 def tokenizer_record(tok: Tokenizer, variant: str, seed: int, test_hr, test_lr) -> dict:
     """Prefix-decode PSNR at every scale and the token-overlap rate on the test crops."""
     codes, lr_codes = _tokenize(tok, jnp.asarray(test_hr)), _tokenize(tok, jnp.asarray(test_lr))
-    images = _prefix_decodes(tok, codes)
-    prefix = {str(p): float(jnp.mean(psnr(img, _area(test_hr, 4 * p))))
-              for p, img in zip(tok.patch_nums, images)}  # fmt: skip
+    psnrs = _prefix_psnr(tok, codes, jnp.asarray(test_hr))
+    prefix = {str(p): float(v) for p, v in zip(tok.patch_nums, psnrs)}
     k1 = lr_scales(tok, test_lr.shape[1])
     return {"tokenizer": variant, "seed": seed, "prefix_psnr": prefix,
             "overlap": token_overlap(codes[:k1], lr_codes)}  # fmt: skip
@@ -122,10 +127,13 @@ _tokenize = nnx.jit(lambda tok, x: tok.tokenize(x))
 
 
 @nnx.jit
-def _prefix_decodes(tok: Tokenizer, codes) -> list:
-    """The decode of every prefix of scales, each at its own resolution (one program)."""
+def _prefix_psnr(tok: Tokenizer, codes, hr) -> list:
+    """Mean PSNR of every prefix of scales, decoded at its own resolution, against the images
+    area-downsampled to it (one program)."""
     side = tok.patch_nums[-1]
-    return [tok.decode_prefix(codes[: k + 1], side, p) for k, p in enumerate(tok.patch_nums)]
+    return [jnp.mean(psnr(tok.decode_prefix(codes[: k + 1], side, p),
+                          resize(hr, 4 * p, 4 * p, "area")))
+            for k, p in enumerate(tok.patch_nums)]  # fmt: skip
 
 
 def train_sr(cfg, tok, variant, seed, hr, lr, up, grid, record, bar) -> dict:
